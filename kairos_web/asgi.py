@@ -1,0 +1,34 @@
+"""ASGI entry point: HTTP through Django, WebSockets through Channels."""
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kairos_web.settings")
+django_asgi_app = get_asgi_application()
+
+from django.conf import settings  # noqa: E402
+from django.core.exceptions import ImproperlyConfigured  # noqa: E402
+
+if settings.INSECURE_SECRET_KEY:
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set. Set SECRET_KEY for production, or DEBUG=1 for development."
+    )
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.urls import path  # noqa: E402
+
+from agents.consumers import OperatorConsumer, TaskConsumer  # noqa: E402
+from devices.consumers import ScreenConsumer  # noqa: E402
+
+websocket_urlpatterns = [
+    path("ws/operator/", OperatorConsumer.as_asgi()),
+    path("ws/devices/<uuid:device_id>/screen/", ScreenConsumer.as_asgi()),
+    path("ws/tasks/<uuid:task_id>/", TaskConsumer.as_asgi()),
+]
+
+application = ProtocolTypeRouter({
+    "http": django_asgi_app,
+    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+})

@@ -1,0 +1,42 @@
+"""The Celery app: workers run one agent step per task (``agents.tasks``)."""
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kairos_web.settings")
+
+app = Celery("kairos_web")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+def start_worker_thread(queues: list[str] | None = None):
+    """Run a Celery worker on a thread of this process; returns it (``.stop()`` ends it).
+
+    The embedded default's ``serve`` runs its agent steps this way, and so do the
+    benchmarks that time a step's hand-off through the broker. The pool is ``solo``: the
+    in-memory transport's bookkeeping is not thread-safe, and with a thread pool acking
+    from its own threads a message now and then waited the consumer's full 2 s drain
+    timeout before it was picked up. Steps therefore run one at a time here; the full
+    stack's worker processes run them in parallel.
+    """
+    import threading
+
+    built = threading.Event()
+    holder: list = []
+
+    def run() -> None:
+        # Built on its own thread: the solo pool announces worker_process_init, whose
+        # Django fixup closes database connections, which is refused on an event loop.
+        worker = app.WorkController(
+            pool_cls="solo", concurrency=1, loglevel="WARNING",
+            without_heartbeat=True, without_mingle=True, without_gossip=True,
+            hostname=f"embedded-{os.getpid()}@kairos", queues=queues,
+        )
+        holder.append(worker)
+        built.set()
+        worker.start()
+
+    threading.Thread(target=run, daemon=True, name="celery-worker").start()
+    built.wait(30)
+    return holder[0]

@@ -1,0 +1,216 @@
+"""Kairos settings: everything comes from the environment.
+
+With no ``DATABASE_URL`` / ``REDIS_URL`` this is the embedded default: SQLite (WAL) under
+``var/``, Celery on the in-memory broker with a worker thread inside ``serve``, the
+in-memory channel layer and the simulated phones hosted in-process. With them set, the
+full stack: PostgreSQL (psycopg 3), Redis as Celery broker and Channels layer, separate
+worker and device-host processes.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def envbool(name: str, default: bool = False) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), not {value!r}")
+
+
+def envint(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be an integer, not {value!r}") from None
+
+
+def envfloat(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name} must be a number, not {value!r}") from None
+
+
+DEV_SECRET_KEY = "kairos-development-only-secret-key-do-not-use-in-production"
+DEBUG = envbool("DEBUG", False)
+SECRET_KEY = os.environ.get("SECRET_KEY") or DEV_SECRET_KEY
+# Offline commands (migrations, checks, run_task, evaluate) work with the development key;
+# serving HTTP with it and DEBUG off is refused in kairos_web/asgi.py, where it would sign
+# real sessions.
+INSECURE_SECRET_KEY = SECRET_KEY == DEV_SECRET_KEY and not DEBUG
+ALLOWED_HOSTS = [h.strip() for h in os.environ.get("ALLOWED_HOSTS", "").split(",") if h.strip()]
+if DEBUG and not ALLOWED_HOSTS:
+    ALLOWED_HOSTS = ["127.0.0.1", "localhost", "[::1]", "testserver"]
+CSRF_TRUSTED_ORIGINS = [
+    o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
+]
+
+VAR_DIR = Path(os.environ.get("KAIROS_VAR_DIR", BASE_DIR / "var"))
+MEDIA_ROOT = VAR_DIR / "media"
+MEDIA_URL = "/media/"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_URL = "/static/"
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "channels",
+    "devices",
+    "agents",
+    "frontend",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "kairos_web.urls"
+ASGI_APPLICATION = "kairos_web.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "frontend.context_processors.roles",
+            ],
+        },
+    },
+]
+
+DATABASE_URL = os.environ.get("DATABASE_URL", "")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": os.environ.get("KAIROS_SQLITE_PATH", str(VAR_DIR / "kairos.sqlite3")),
+            "OPTIONS": {
+                # WAL lets the web server read while the worker thread writes; the busy
+                # timeout makes a writer wait for the lock instead of failing at once.
+                "init_command": (
+                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=10000;"
+                ),
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+            },
+        }
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/login/"
+
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+        if not DEBUG else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+
+REDIS_URL = os.environ.get("REDIS_URL", "")
+EMBEDDED = not REDIS_URL
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1500, "expiry": 30},
+        }
+    }
+    CELERY_BROKER_URL = REDIS_URL
+else:
+    CHANNEL_LAYERS = {
+        "default": {"BACKEND": "channels.layers.InMemoryChannelLayer", "CONFIG": {"capacity": 1500}}
+    }
+    CELERY_BROKER_URL = "memory://localhost/"
+    # The in-memory transport polls; at its default of one second every agent step and
+    # every approval would wait up to a second for the worker thread to notice it.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01}
+
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+# Steps are idempotent, so a message is acknowledged only after its step ran: a worker
+# that dies mid-step gets it redelivered. The in-memory broker dies with its process, so
+# there is nothing to redeliver, and late acks from the worker's threads race the
+# consumer's own bookkeeping there (a step then waits ~2 s to be picked up).
+CELERY_TASK_ACKS_LATE = bool(REDIS_URL)
+CELERY_TASK_REJECT_ON_WORKER_LOST = bool(REDIS_URL)
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = envint("KAIROS_STEP_TIME_LIMIT", 300)
+CELERY_TASK_SOFT_TIME_LIMIT = CELERY_TASK_TIME_LIMIT - 10
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- Kairos ---------------------------------------------------------------------------
+KAIROS_DEFAULT_THRESHOLD = envfloat("KAIROS_DEFAULT_THRESHOLD", 4.0)
+if not 0 <= KAIROS_DEFAULT_THRESHOLD <= 5:
+    raise ImproperlyConfigured("KAIROS_DEFAULT_THRESHOLD must be between 0 and 5")
+KAIROS_MAX_STEPS = envint("KAIROS_MAX_STEPS", 30)
+KAIROS_DEVICE_TIMEOUT = envfloat("KAIROS_DEVICE_TIMEOUT", 10.0)
+KAIROS_CLARIFICATION_TIMEOUT = envfloat("KAIROS_CLARIFICATION_TIMEOUT", 300.0)
+KAIROS_SIM_DEVICES = [
+    n.strip() for n in os.environ.get("KAIROS_SIM_DEVICES", "sim-1,sim-2").split(",") if n.strip()
+]
+KAIROS_LLM_BASE_URL = os.environ.get("KAIROS_LLM_BASE_URL", "")
+KAIROS_LLM_API_KEY = os.environ.get("KAIROS_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
+KAIROS_LLM_MODEL = os.environ.get("KAIROS_LLM_MODEL", "")
+KAIROS_DEFAULT_BACKEND = "openai" if (KAIROS_LLM_MODEL and (KAIROS_LLM_BASE_URL or KAIROS_LLM_API_KEY)) else "heuristic"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "django.channels.server": {"level": "WARNING"},
+        "celery": {"level": "WARNING"},
+    },
+}

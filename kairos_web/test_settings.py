@@ -1,0 +1,15 @@
+"""Settings for the test suite: the development defaults, always the embedded stack.
+
+The suite runs embedded (in-memory channel layer and broker, in-process device host) on
+whichever database DATABASE_URL names. REDIS_URL is kept aside as KAIROS_TEST_REDIS_URL
+for the tests marked ``services``, which start the full stack themselves.
+"""
+import os
+
+os.environ.setdefault("DEBUG", "1")
+if "KAIROS_TEST_REDIS_URL" not in os.environ:
+    os.environ["KAIROS_TEST_REDIS_URL"] = os.environ.pop("REDIS_URL", "")
+else:
+    os.environ.pop("REDIS_URL", None)
+
+from kairos_web.settings import *  # noqa: E402,F401,F403
