@@ -1,0 +1,127 @@
+"""``/ws/devices/<id>/screen/``: live frames, and take-over input from the operator in control."""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from devices.host import DeviceError, get_device_client
+from devices.models import Device
+from devices.streaming import device_group
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+
+
+def _viewable_device(user: Any, device_id: Any) -> Device | int:
+    """The device ``user`` may watch, or the close code refusing it.
+
+    One trip to the database thread: every consumer's ORM work queues on that one thread,
+    and a grid of viewers connecting at once must each get its first frame quickly.
+    """
+    from agents.models import ACTIVE_TASK_STATUSES
+    from agents.services import is_operator
+
+    device = Device.objects.filter(id=device_id).first()
+    if device is None:
+        return CLOSE_NOT_FOUND
+    if is_operator(user) or device.tasks.filter(
+            owner=user, status__in=ACTIVE_TASK_STATUSES).exists():
+        return device
+    return CLOSE_FORBIDDEN
+
+
+class ScreenConsumer(AsyncJsonWebsocketConsumer):
+    """One viewer of one phone's screen.
+
+    Frames arrive from the device's group, encoded once by the device host. A viewer whose
+    socket is slow must not build up a backlog (it would watch the past, ever later), so
+    while one frame is being written only the newest pending frame is kept: older ones are
+    overwritten and never sent.
+    """
+
+    async def connect(self) -> None:
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        device_id = self.scope["url_route"]["kwargs"]["device_id"]
+        device = await database_sync_to_async(_viewable_device)(user, device_id)
+        if not isinstance(device, Device):
+            await self.close(code=device)
+            return
+        self.device = device
+        self.group = device_group(str(device.id))
+        self.last_number = -1
+        self.pending: dict[str, Any] | None = None
+        self.writer: asyncio.Task | None = None
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.accept()
+        await self.send_json({"type": "screen.meta", "width": device.width,
+                              "height": device.height, "device": device.name})
+        try:
+            frame = await asyncio.to_thread(get_device_client().latest_frame, device.name)
+        except DeviceError as exc:
+            await self.send_json({"type": "screen.error", "detail": str(exc)})
+            return
+        if frame is not None:
+            self._offer({"number": frame.number, "jpeg": frame.jpeg})
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "group"):
+            await self.channel_layer.group_discard(self.group, self.channel_name)
+        writer = getattr(self, "writer", None)
+        if writer is not None and not writer.done():
+            writer.cancel()
+
+    async def screen_frame(self, message: dict[str, Any]) -> None:
+        # Return at once, so the consumer keeps draining its channel while a write is slow.
+        self._offer(message)
+
+    def _offer(self, message: dict[str, Any]) -> None:
+        # Frames only move forward: an older frame arriving late is dropped; an unchanged
+        # screen publishes nothing, so nothing is sent.
+        newest = self.pending["number"] if self.pending else self.last_number
+        if message["number"] <= newest:
+            return
+        self.pending = message
+        if self.writer is None or self.writer.done():
+            self.writer = asyncio.get_running_loop().create_task(self._write_frames())
+
+    async def _write_frames(self) -> None:
+        while self.pending is not None:
+            message, self.pending = self.pending, None
+            if message["number"] <= self.last_number:
+                continue
+            self.last_number = message["number"]
+            try:
+                await self.send(bytes_data=message["jpeg"])
+            except Exception:  # the viewer went away mid-write; disconnect() follows
+                self.pending = None
+                return
+
+    async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if not isinstance(content, dict) or content.get("type") != "input":
+            await self.send_json({"type": "error", "detail": "only {\"type\": \"input\"} is accepted"})
+            return
+        try:
+            step = await database_sync_to_async(self._input)(content.get("action"))
+        except Exception as exc:  # a refused input is reported, the stream goes on
+            detail = getattr(exc, "detail", None) or str(exc)
+            await self.send_json({"type": "error", "detail": detail})
+            return
+        await self.send_json({"type": "input.done", "step": step.index,
+                              "action": step.executed_action, "changed": step.screen_changed})
+
+    def _input(self, action: Any) -> Any:
+        from agents import services
+        from agents.models import Task, TaskStatus
+
+        task = Task.objects.select_related("device").filter(
+            device=self.device, status=TaskStatus.TAKEN_OVER).order_by("-updated_at").first()
+        if task is None:
+            raise services.Forbidden("no task on this device is taken over")
+        return services.operator_input(task, self.scope["user"], action)

@@ -1,0 +1,360 @@
+"""The device host: the only owner of device connections (DESIGN "Real components").
+
+One host process per machine with phones (as STF's providers). It executes actions,
+answers observations and publishes each device's frames once for all viewers. Workers
+and the console reach it through a :class:`DeviceClient`:
+
+* embedded default — :class:`LocalDeviceClient` calls the host living in the same process;
+* full stack — :class:`RedisDeviceClient` sends requests over Redis lists; the host's
+  ``device_host`` command serves them (one thread per device, so a phone is never driven
+  by two requests at once) and keeps each device's newest frame in Redis.
+
+A device that does not answer in time raises :class:`DeviceError`, which the agent loop
+turns into a ``device_error`` ticket.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import logging
+import threading
+import time
+import uuid
+from typing import Any, Callable
+
+from PIL import Image
+
+from devices.actions import Action, ActionOutcome, validate_action
+from devices.protocol import AppInfo, DeviceInfo, Frame, Observation
+from devices.uitree import nodes_from_json, nodes_to_json
+
+logger = logging.getLogger(__name__)
+
+REQUEST_KEY = "kairos:devhost:requests:{name}"
+REPLY_KEY = "kairos:devhost:reply:{id}"
+FRAME_KEY = "kairos:devhost:frame:{name}"
+ALIVE_KEY = "kairos:devhost:alive:{name}"
+
+
+class DeviceError(RuntimeError):
+    """A device could not be reached or refused a request."""
+
+
+# --- serialisation -------------------------------------------------------------------
+
+def observation_to_json(obs: Observation) -> dict[str, Any]:
+    return {
+        "frame": obs.frame, "width": obs.width, "height": obs.height, "app": obs.app,
+        "nodes": nodes_to_json(obs.nodes), "jpeg": base64.b64encode(obs.jpeg).decode(),
+    }
+
+
+def observation_from_json(data: dict[str, Any]) -> Observation:
+    jpeg = base64.b64decode(data["jpeg"])
+    image = Image.open(io.BytesIO(jpeg))
+    image.load()
+    return Observation(
+        frame=int(data["frame"]), width=int(data["width"]), height=int(data["height"]),
+        app=data.get("app", ""), nodes=nodes_from_json(data["nodes"]), image=image, jpeg=jpeg,
+    )
+
+
+def info_to_json(info: DeviceInfo) -> dict[str, Any]:
+    return {"name": info.name, "width": info.width, "height": info.height, "kind": info.kind,
+            "apps": [app.to_json() for app in info.apps]}
+
+
+def info_from_json(data: dict[str, Any]) -> DeviceInfo:
+    return DeviceInfo(
+        name=data["name"], width=int(data["width"]), height=int(data["height"]),
+        kind=data.get("kind", "sim"),
+        apps=tuple(AppInfo(a["name"], a["package"], a.get("description", ""))
+                   for a in data.get("apps", [])),
+    )
+
+
+def _outcome_to_json(outcome: ActionOutcome) -> dict[str, Any]:
+    return {"ok": outcome.ok, "changed": outcome.changed, "error": outcome.error,
+            "details": outcome.details}
+
+
+def _pack_frame(frame: Frame) -> bytes:
+    header = json.dumps({"number": frame.number, "width": frame.width,
+                         "height": frame.height}).encode()
+    return len(header).to_bytes(4, "big") + header + frame.jpeg
+
+
+def _unpack_frame(blob: bytes) -> Frame:
+    size = int.from_bytes(blob[:4], "big")
+    header = json.loads(blob[4:4 + size])
+    return Frame(number=header["number"], jpeg=blob[4 + size:], width=header["width"],
+                 height=header["height"])
+
+
+# --- the host ------------------------------------------------------------------------
+
+class DeviceHost:
+    """Owns devices and answers requests about them. Thread-safe per device."""
+
+    def __init__(self, devices: dict[str, Any]):
+        self.devices = devices
+        self._locks = {name: threading.RLock() for name in devices}
+        self._suites: dict[str, Any] = {}
+
+    def device(self, name: str) -> Any:
+        try:
+            return self.devices[name]
+        except KeyError:
+            raise DeviceError(f"device '{name}' is not attached to this device host") from None
+
+    def _suite_task(self, suite: str, task_id: str) -> Any:
+        from devices.sim import find_suite
+
+        if suite not in self._suites:
+            self._suites[suite] = find_suite(suite)
+        return self._suites[suite].task(task_id)
+
+    def _oracle(self, device: Any, suite: str, task_id: str) -> Any:
+        from devices.sim import Oracle
+
+        if device.info.kind != "sim":
+            raise DeviceError("the oracle exists only for simulated phones")
+        return Oracle(device, self._suite_task(suite, task_id))
+
+    def handle(self, name: str, op: str, args: dict[str, Any]) -> Any:
+        """Serve one request; the result is JSON-ready (except ``observe``/``frame``)."""
+        device = self.device(name)
+        with self._locks[name]:
+            if op == "info":
+                return info_to_json(device.info)
+            if op == "observe":
+                return device.observe()
+            if op == "frame":
+                return device.latest_frame()
+            if op == "perform":
+                action = validate_action(args["action"], (device.info.width, device.info.height))
+                if not isinstance(action, Action):
+                    return {"ok": False, "changed": False, "error": action.message, "details": {}}
+                return _outcome_to_json(device.perform(action))
+            if op == "reset":
+                task = self._suite_task(args["suite"], args["task"]) if args.get("suite") else None
+                device.reset(task)
+                return True
+            if op == "check":
+                return bool(device.check(self._suite_task(args["suite"], args["task"])))
+            if op == "oracle_next":
+                oracle = self._oracle(device, args["suite"], args["task"])
+                return [a.to_json() for a in oracle.next_actions(device.snapshot())]
+            if op == "oracle_judge":
+                oracle = self._oracle(device, args["suite"], args["task"])
+                action = validate_action(args["action"], (device.info.width, device.info.height))
+                return isinstance(action, Action) and bool(oracle.judge(device.snapshot(), action))
+            if op == "oracle_answer":
+                oracle = self._oracle(device, args["suite"], args["task"])
+                return oracle.answer(args.get("question", ""))
+        raise DeviceError(f"unknown device host request '{op}'")
+
+
+def build_sim_host(names: list[str]) -> DeviceHost:
+    from devices.sim import SimDevice
+
+    return DeviceHost({name: SimDevice(name) for name in names})
+
+
+# --- clients -------------------------------------------------------------------------
+
+class DeviceClient:
+    """How workers and the console talk to devices. Every call may raise DeviceError."""
+
+    def call(self, name: str, op: str, **args: Any) -> Any:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def info(self, name: str) -> DeviceInfo:
+        return info_from_json(self.call(name, "info"))
+
+    def observe(self, name: str) -> Observation:
+        return self.call(name, "observe")
+
+    def perform(self, name: str, action: Action) -> ActionOutcome:
+        data = self.call(name, "perform", action=action.to_json())
+        return ActionOutcome(ok=data["ok"], changed=data["changed"], error=data.get("error"),
+                             details=data.get("details") or {})
+
+    def latest_frame(self, name: str) -> Frame | None:
+        return self.call(name, "frame")
+
+    def reset(self, name: str, suite: str = "", task: str = "") -> None:
+        self.call(name, "reset", suite=suite, task=task)
+
+    def check(self, name: str, suite: str, task: str) -> bool:
+        return bool(self.call(name, "check", suite=suite, task=task))
+
+    def oracle_next(self, name: str, suite: str, task: str) -> list[Action]:
+        return [validate_action(a) for a in self.call(name, "oracle_next", suite=suite, task=task)]
+
+    def oracle_judge(self, name: str, suite: str, task: str, action: Action) -> bool:
+        return bool(self.call(name, "oracle_judge", suite=suite, task=task,
+                              action=action.to_json()))
+
+    def oracle_answer(self, name: str, suite: str, task: str, question: str) -> str:
+        return str(self.call(name, "oracle_answer", suite=suite, task=task, question=question))
+
+
+class LocalDeviceClient(DeviceClient):
+    """The embedded default: the host lives in this process."""
+
+    def __init__(self, host: DeviceHost):
+        self.host = host
+
+    def call(self, name: str, op: str, **args: Any) -> Any:
+        try:
+            return self.host.handle(name, op, args)
+        except DeviceError:
+            raise
+        except Exception as exc:
+            logger.exception("device %s failed on %s", name, op)
+            raise DeviceError(f"device '{name}' failed on {op}: {exc}") from exc
+
+
+class RedisDeviceClient(DeviceClient):
+    """The full stack: requests go to the ``device_host`` process over Redis lists."""
+
+    def __init__(self, redis_url: str, timeout: float = 10.0):
+        import redis
+
+        self.redis = redis.Redis.from_url(redis_url)
+        self.timeout = timeout
+
+    def call(self, name: str, op: str, **args: Any) -> Any:
+        if op == "frame":
+            blob = self._redis_call(self.redis.get, FRAME_KEY.format(name=name))
+            return _unpack_frame(blob) if blob else None
+        request_id = uuid.uuid4().hex
+        request = json.dumps({"id": request_id, "op": op, "args": args, "sent": time.time()})
+        reply_key = REPLY_KEY.format(id=request_id)
+        self._redis_call(self.redis.rpush, REQUEST_KEY.format(name=name), request)
+        reply = self._redis_call(self.redis.blpop, [reply_key], timeout=self.timeout)
+        if reply is None:
+            raise DeviceError(
+                f"device '{name}' did not answer '{op}' within {self.timeout:g} s "
+                "(is the device_host process running?)"
+            )
+        data = json.loads(reply[1])
+        if data.get("error"):
+            raise DeviceError(data["error"])
+        result = data["result"]
+        if op == "observe":
+            return observation_from_json(result)
+        return result
+
+    def _redis_call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
+        import redis
+
+        try:
+            return fn(*args, **kwargs)
+        except redis.RedisError as exc:
+            raise DeviceError(f"cannot reach the device host through Redis: {exc}") from exc
+
+
+class RedisHostServer:
+    """Serves a :class:`DeviceHost` over Redis: one thread per device."""
+
+    def __init__(self, host: DeviceHost, redis_url: str):
+        import redis
+
+        self.host = host
+        self.redis_url = redis_url
+        self.redis = redis.Redis.from_url(redis_url)
+        self.stop_event = threading.Event()
+        self.threads: list[threading.Thread] = []
+
+    def start(self) -> None:
+        for name in self.host.devices:
+            for target in (self._serve, self._publish_frames):
+                thread = threading.Thread(target=target, args=(name,), daemon=True,
+                                          name=f"devhost-{target.__name__}-{name}")
+                thread.start()
+                self.threads.append(thread)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+
+    def _serve(self, name: str) -> None:
+        import redis
+
+        conn = redis.Redis.from_url(self.redis_url)
+        key = REQUEST_KEY.format(name=name)
+        conn.delete(key)  # requests older than this host are stale: their callers gave up
+        while not self.stop_event.is_set():
+            conn.set(ALIVE_KEY.format(name=name), "1", ex=5)
+            item = conn.blpop([key], timeout=1)
+            if item is None:
+                continue
+            request = json.loads(item[1])
+            reply: dict[str, Any]
+            try:
+                result = self.host.handle(name, request["op"], request.get("args") or {})
+                if isinstance(result, Observation):
+                    result = observation_to_json(result)
+                elif isinstance(result, Frame):
+                    result = None
+                reply = {"result": result}
+            except Exception as exc:  # the caller gets the reason, the host keeps serving
+                logger.exception("device %s: request %s failed", name, request.get("op"))
+                reply = {"error": f"device '{name}' failed on {request.get('op')}: {exc}"}
+            reply_key = REPLY_KEY.format(id=request["id"])
+            conn.rpush(reply_key, json.dumps(reply))
+            conn.expire(reply_key, 60)
+
+    def _publish_frames(self, name: str) -> None:
+        from devices.streaming import publish_frame
+
+        device = self.host.device(name)
+        last = -1
+        while not self.stop_event.is_set():
+            frame = device.wait_for_frame(last, timeout=1.0) if last >= 0 else device.latest_frame()
+            if frame is None:
+                continue
+            last = frame.number
+            self.redis.set(FRAME_KEY.format(name=name), _pack_frame(frame), ex=3600)
+            publish_frame(name, frame)
+
+
+_client: DeviceClient | None = None
+_client_lock = threading.Lock()
+
+
+def get_device_client() -> DeviceClient:
+    """The process-wide client: local host in the embedded default, Redis in the full stack."""
+    global _client
+    with _client_lock:
+        if _client is None:
+            from django.conf import settings
+
+            if settings.EMBEDDED or getattr(settings, "KAIROS_LOCAL_DEVICE_HOST", False):
+                _client = LocalDeviceClient(get_local_host())
+            else:
+                _client = RedisDeviceClient(settings.REDIS_URL, settings.KAIROS_DEVICE_TIMEOUT)
+        return _client
+
+
+_local_host: DeviceHost | None = None
+
+
+def get_local_host() -> DeviceHost:
+    """The in-process host of the embedded default, with the simulated phones."""
+    global _local_host
+    if _local_host is None:
+        from django.conf import settings
+
+        _local_host = build_sim_host(list(settings.KAIROS_SIM_DEVICES))
+    return _local_host
+
+
+def set_device_client(client: DeviceClient | None) -> DeviceClient | None:
+    """Swap the process-wide client (``run_task``, benchmarks, tests); returns the old one."""
+    global _client
+    with _client_lock:
+        previous, _client = _client, client
+    return previous

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+
+
+class DeviceKind(models.TextChoices):
+    SIM = "sim", "Simulated phone"
+    ADB = "adb", "Android phone (adb)"
+
+
+class DeviceStatus(models.TextChoices):
+    ONLINE = "online", "Online"
+    OFFLINE = "offline", "Offline"
+
+
+class Device(models.Model):
+    """A phone known to Kairos. The live connection lives in the device host, not here."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=64, unique=True)
+    kind = models.CharField(max_length=8, choices=DeviceKind.choices, default=DeviceKind.SIM)
+    status = models.CharField(
+        max_length=10, choices=DeviceStatus.choices, default=DeviceStatus.ONLINE
+    )
+    width = models.PositiveIntegerField(default=1080)
+    height = models.PositiveIntegerField(default=2400)
+    serial = models.CharField(max_length=128, blank=True, help_text="adb serial for real phones")
+    apps = models.JSONField(default=list, blank=True, help_text="installed apps: name, package")
+    users = models.ManyToManyField(
+        "auth.User", blank=True, related_name="devices",
+        help_text="End users who may run tasks on this device (empty: everyone).",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def to_json(self) -> dict:
+        return {
+            "id": str(self.id), "name": self.name, "kind": self.kind, "status": self.status,
+            "width": self.width, "height": self.height,
+        }

@@ -1,0 +1,504 @@
+"""Load app files (YAML or JSON) into :class:`AppSpec` and bundles of them.
+
+Every mistake in a file is reported as :class:`SimLoadError` whose message names the file
+and the place inside it, e.g.
+``apps/coffee.yaml: screens.order.elements[3]: unknown element kind 'buton'``.
+The schema is documented, with examples, in ``docs/simulator.md``.
+"""
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from devices.sim import expr as expr_mod
+from devices.sim.model import (
+    EFFECT_OPS, ELEMENT_KINDS, LAUNCHER, RESERVED_NAMES, AppSpec, Dialog, Effect, Element,
+    Gate, Option, Screen,
+)
+
+BUNDLED_APPS_DIR = Path(__file__).resolve().parent / "apps"
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_TEMPLATE_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+
+_COMMON_KEYS = {"kind", "id", "visible", "enabled", "on_tap", "on_long_tap", "text", "desc"}
+_KIND_KEYS: dict[str, set[str]] = {
+    "text": {"style"},
+    "button": {"style"},
+    "icon": {"glyph", "color"},
+    "image": {"color", "height"},
+    "row": {"subtitle", "glyph"},
+    "switch": {"var", "on_change", "subtitle"},
+    "checkbox": {"var", "on_change"},
+    "radio_group": {"var", "options", "on_change"},
+    "field": {"var", "hint", "password", "on_enter"},
+    "list": {"items", "rows"},
+    "tabs": {"items"},
+    "spacer": {"height"},
+}
+_TEXT_STYLES = {"", "title", "heading", "body", "caption"}
+_BUTTON_STYLES = {"", "primary", "secondary", "text"}
+
+
+class SimLoadError(ValueError):
+    """An app or suite file could not be loaded; the message names the file and the place."""
+
+
+def display_path(path: str | Path) -> str:
+    """How a file is named in messages: relative to the bundle, the cwd, or as given."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(BUNDLED_APPS_DIR.parent))
+    except ValueError:
+        pass
+    try:
+        return str(p.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def read_data_file(path: str | Path) -> tuple[Any, str]:
+    """Parse a YAML/JSON file; returns (data, display name). Raises :class:`SimLoadError`."""
+    shown = display_path(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SimLoadError(f"{shown}: cannot read the file ({exc.strerror or exc})") from None
+    try:
+        if str(path).endswith(".json"):
+            return json.loads(text), shown
+        return yaml.safe_load(text), shown
+    except json.JSONDecodeError as exc:
+        raise SimLoadError(f"{shown}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        place = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise SimLoadError(f"{shown}{place}: not valid YAML: {problem}") from None
+
+
+def slug(text: str) -> str:
+    out = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+    return out or "item"
+
+
+class _AppReader:
+    """Turns one app file's data into an :class:`AppSpec`, with located errors."""
+
+    def __init__(self, shown: str):
+        self.shown = shown
+        self.app_id = ""
+        self.state: dict[str, Any] = {}
+        self.foreign: list[tuple[str, str]] = []
+        self.opens: list[tuple[str, str]] = []
+        self.screen_refs: list[tuple[str, str]] = []
+        self.dialog_refs: list[tuple[str, str]] = []
+
+    def fail(self, where: str, message: str) -> SimLoadError:
+        return SimLoadError(f"{self.shown}: {where}: {message}" if where else f"{self.shown}: {message}")
+
+    # --- small checks -------------------------------------------------------------
+    def mapping(self, value: Any, where: str, allowed: set[str] | None = None) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where, f"expected a mapping, got {type(value).__name__}")
+        if allowed is not None:
+            for key in value:
+                if key not in allowed:
+                    raise self.fail(
+                        where, f"unknown key '{key}'; allowed: {', '.join(sorted(allowed))}"
+                    )
+        return value
+
+    def string(self, value: Any, where: str, *, required: bool = False) -> str:
+        if value is None:
+            if required:
+                raise self.fail(where, "is required")
+            return ""
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise self.fail(where, f"expected text, got {type(value).__name__}")
+        return str(value)
+
+    def var_name(self, name: Any, where: str) -> str:
+        """Qualify a variable name used in this app; record references to other apps."""
+        if not isinstance(name, str) or not name:
+            raise self.fail(where, "expected a variable name")
+        if "." in name:
+            head = name.split(".", 1)[0]
+            if head == self.app_id:
+                if name not in self.state:
+                    raise self.fail(where, f"unknown variable '{name}'")
+            else:
+                self.foreign.append((where, name))
+            return name
+        qualified = f"{self.app_id}.{name}"
+        if qualified not in self.state:
+            known = ", ".join(sorted(k.split(".", 1)[1] for k in self.state)) or "none"
+            raise self.fail(where, f"unknown variable '{name}' (declared in state: {known})")
+        return qualified
+
+    def condition(self, source: Any, where: str) -> expr_mod.Expr:
+        def resolve(name: str) -> str:
+            if name in ("app", "screen", "dialog", "package"):
+                return name
+            return self.var_name(name, where)
+
+        try:
+            return expr_mod.parse(source, resolve)
+        except expr_mod.ExprError as exc:
+            raise self.fail(where, f"bad condition: {exc}") from None
+
+    def template(self, text: str, where: str) -> str:
+        """Check ``{var}`` references in display text and qualify them."""
+        def repl(match: re.Match[str]) -> str:
+            return "{" + self.var_name(match.group(1), where) + "}"
+
+        return _TEMPLATE_RE.sub(repl, text)
+
+    # --- effects ------------------------------------------------------------------
+    def effects(self, value: Any, where: str) -> tuple[Effect, ...]:
+        if value is None:
+            return ()
+        items = value if isinstance(value, list) else [value]
+        return tuple(self.effect(item, f"{where}[{i}]" if isinstance(value, list) else where)
+                     for i, item in enumerate(items))
+
+    def effect(self, item: Any, where: str) -> Effect:
+        if isinstance(item, str):
+            if item in ("back", "home", "close"):
+                return Effect(item)
+            raise self.fail(where, f"unknown effect '{item}'; expected one of {', '.join(EFFECT_OPS)}")
+        data = self.mapping(item, where)
+        if "if" in data:
+            self.mapping(data, where, {"if", "then", "else"})
+            return Effect(
+                "if", cond=self.condition(data["if"], f"{where}.if"),
+                then=self.effects(data.get("then"), f"{where}.then"),
+                otherwise=self.effects(data.get("else"), f"{where}.else"),
+            )
+        if len(data) != 1:
+            raise self.fail(where, f"an effect has exactly one key, got {', '.join(map(str, data))}")
+        op, arg = next(iter(data.items()))
+        if op not in EFFECT_OPS:
+            raise self.fail(where, f"unknown effect '{op}'; expected one of {', '.join(EFFECT_OPS)}")
+        if op in ("back", "home", "close"):
+            return Effect(op)
+        if op == "go":
+            target = self.string(arg, f"{where}.go", required=True)
+            self.screen_refs.append((f"{where}.go", target))
+            return Effect("go", target)
+        if op == "open":
+            target = self.string(arg, f"{where}.open", required=True)
+            self.dialog_refs.append((f"{where}.open", target))
+            return Effect("open", target)
+        if op == "open_app":
+            target = self.string(arg, f"{where}.open_app", required=True)
+            self.opens.append((f"{where}.open_app", target))
+            return Effect("open_app", target)
+        if op == "toggle":
+            return Effect("toggle", self.var_name(arg, f"{where}.toggle"))
+        # set / add: a mapping of variable -> value; several become several effects via if
+        pairs = self.mapping(arg, f"{where}.{op}")
+        if not pairs:
+            raise self.fail(f"{where}.{op}", "names no variable")
+        out = []
+        for name, val in pairs.items():
+            qualified = self.var_name(name, f"{where}.{op}.{name}")
+            if op == "add" and (isinstance(val, bool) or not isinstance(val, (int, float))):
+                raise self.fail(f"{where}.add.{name}", "add needs a number")
+            if op == "set" and not (val is None or isinstance(val, (bool, int, float, str))):
+                raise self.fail(f"{where}.set.{name}", "a value is text, a number, true/false or null")
+            out.append(Effect(op, qualified, val))
+        if len(out) == 1:
+            return out[0]
+        return Effect("if", cond=expr_mod.parse(True), then=tuple(out))
+
+    # --- elements -----------------------------------------------------------------
+    def element(self, item: Any, where: str, default_kind: str | None = None) -> Element:
+        data = self.mapping(item, where)
+        kind = data.get("kind", default_kind)
+        if kind is None:
+            raise self.fail(where, "an element needs a 'kind'")
+        if kind not in _KIND_KEYS:
+            raise self.fail(
+                where, f"unknown element kind '{kind}'; expected one of {', '.join(ELEMENT_KINDS)}"
+            )
+        self.mapping(data, where, _COMMON_KEYS | _KIND_KEYS[kind])
+        text = self.template(self.string(data.get("text"), f"{where}.text"), f"{where}.text")
+        raw_id = data.get("id")
+        if raw_id is not None and (not isinstance(raw_id, str) or not _IDENT_RE.match(raw_id)):
+            raise self.fail(f"{where}.id", f"'{raw_id}' is not a valid id (letters, digits, _)")
+        kw: dict[str, Any] = {
+            "kind": kind,
+            "id": raw_id or slug(text or str(data.get("desc") or kind)),
+            "text": text,
+            "desc": self.string(data.get("desc"), f"{where}.desc"),
+            "where": where,
+        }
+        if kind in ("field", "list") and raw_id is None:
+            raise self.fail(where, f"a {kind} needs an 'id'")
+        for key in ("visible", "enabled"):
+            if key in data:
+                kw[key] = self.condition(data[key], f"{where}.{key}")
+        for key in ("on_tap", "on_long_tap", "on_change", "on_enter"):
+            if key in data:
+                kw[key] = self.effects(data[key], f"{where}.{key}")
+        if "subtitle" in data:
+            kw["subtitle"] = self.template(
+                self.string(data["subtitle"], f"{where}.subtitle"), f"{where}.subtitle")
+        if "style" in data:
+            style = self.string(data["style"], f"{where}.style")
+            allowed = _TEXT_STYLES if kind == "text" else _BUTTON_STYLES
+            if style not in allowed:
+                raise self.fail(f"{where}.style", f"unknown style '{style}'; expected one of "
+                                f"{', '.join(s for s in sorted(allowed) if s)}")
+            kw["style"] = style
+        for key in ("glyph", "color", "hint"):
+            if key in data:
+                kw[key] = self.string(data[key], f"{where}.{key}")
+        if "password" in data:
+            kw["password"] = bool(data["password"])
+        for key in ("rows", "height"):
+            if key in data:
+                value = data[key]
+                if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                    raise self.fail(f"{where}.{key}", "expected a positive whole number")
+                kw[key] = value
+        if kind in ("switch", "checkbox", "radio_group", "field"):
+            if "var" not in data:
+                raise self.fail(where, f"a {kind} needs a 'var' to hold its state")
+            kw["var"] = self.var_name(data["var"], f"{where}.var")
+            initial = self.state.get(kw["var"])
+            if kind in ("switch", "checkbox") and kw["var"] in self.state and not isinstance(initial, bool):
+                raise self.fail(f"{where}.var", f"'{data['var']}' must start as true or false")
+        if kind == "radio_group":
+            options = data.get("options")
+            if not isinstance(options, list) or not options:
+                raise self.fail(f"{where}.options", "a radio_group needs a list of options")
+            opts = []
+            for i, opt in enumerate(options):
+                owhere = f"{where}.options[{i}]"
+                if isinstance(opt, dict):
+                    self.mapping(opt, owhere, {"value", "text"})
+                    if "value" not in opt:
+                        raise self.fail(owhere, "an option needs a 'value'")
+                    opts.append(Option(opt["value"], self.string(opt.get("text", opt["value"]), owhere)))
+                elif isinstance(opt, (str, int, float)) and not isinstance(opt, bool):
+                    opts.append(Option(str(opt).lower() if isinstance(opt, str) else opt, str(opt)))
+                else:
+                    raise self.fail(owhere, "an option is text or {value, text}")
+            kw["options"] = tuple(opts)
+        if kind == "list":
+            items = data.get("items")
+            if not isinstance(items, list):
+                raise self.fail(f"{where}.items", "a list needs 'items' (a list of elements)")
+            kw["items"] = tuple(
+                self.element(it, f"{where}.items[{i}]", default_kind="row")
+                for i, it in enumerate(items)
+            )
+            for it in kw["items"]:
+                if it.kind in ("list", "tabs", "field", "radio_group"):
+                    raise self.fail(it.where, f"a {it.kind} cannot be a list item")
+        if kind == "tabs":
+            items = data.get("items")
+            if not isinstance(items, list) or not items:
+                raise self.fail(f"{where}.items", "tabs need 'items' ({text, screen} each)")
+            tabs = []
+            for i, it in enumerate(items):
+                twhere = f"{where}.items[{i}]"
+                tab = self.mapping(it, twhere, {"text", "screen", "id"})
+                screen = self.string(tab.get("screen"), f"{twhere}.screen", required=True)
+                self.screen_refs.append((f"{twhere}.screen", screen))
+                label = self.string(tab.get("text"), f"{twhere}.text", required=True)
+                tabs.append(Element("row", tab.get("id") or slug(label) + "_tab", text=label,
+                                    screen=screen, on_tap=(Effect("go", screen),), where=twhere))
+            kw["items"] = tuple(tabs)
+        if kind == "icon" and not (kw.get("desc") or text):
+            raise self.fail(where, "an icon needs a 'desc' (its content description)")
+        return Element(**kw)
+
+    def elements(self, value: Any, where: str) -> tuple[Element, ...]:
+        if value is None:
+            return ()
+        if not isinstance(value, list):
+            raise self.fail(where, "expected a list of elements")
+        out = tuple(self.element(item, f"{where}[{i}]") for i, item in enumerate(value))
+        stateful = [e.id for e in out if e.kind in ("field", "list")]
+        for ident in stateful:
+            if stateful.count(ident) > 1:
+                raise self.fail(where, f"two elements have the id '{ident}'")
+        return out
+
+    # --- the file -------------------------------------------------------------------
+    def app(self, data: Any) -> AppSpec:
+        data = self.mapping(data, "", {"app", "state", "screens", "dialogs", "on_open"})
+        head = self.mapping(data.get("app"), "app",
+                            {"id", "name", "package", "description", "start", "icon"})
+        name = self.string(head.get("name"), "app.name", required=True)
+        self.app_id = self.string(head.get("id"), "app.id") or slug(name)
+        if not _IDENT_RE.match(self.app_id) or self.app_id in RESERVED_NAMES | {LAUNCHER}:
+            raise self.fail("app.id", f"'{self.app_id}' cannot be an app id")
+        package = self.string(head.get("package"), "app.package") or f"com.kairos.{self.app_id}"
+        icon = self.mapping(head.get("icon", {}), "app.icon", {"color", "glyph"})
+        state_data = data.get("state") or {}
+        self.mapping(state_data, "state")
+        for key, value in state_data.items():
+            if not isinstance(key, str) or not _IDENT_RE.match(key) or key in RESERVED_NAMES:
+                raise self.fail(f"state.{key}", f"'{key}' cannot be a variable name")
+            if not (value is None or isinstance(value, (bool, int, float, str))):
+                raise self.fail(f"state.{key}", "a value is text, a number, true/false or null")
+            self.state[f"{self.app_id}.{key}"] = value
+        screens_data = self.mapping(data.get("screens"), "screens")
+        if not screens_data:
+            raise self.fail("screens", "an app needs at least one screen")
+        screens: dict[str, Screen] = {}
+        for sid, sdata in screens_data.items():
+            where = f"screens.{sid}"
+            if not isinstance(sid, str) or not _IDENT_RE.match(sid):
+                raise self.fail(where, f"'{sid}' is not a valid screen id")
+            s = self.mapping(sdata, where, {"title", "elements", "toolbar", "on_enter", "on_back",
+                                            "on_wait", "gates", "up"})
+            gates = []
+            for i, g in enumerate(s.get("gates") or []):
+                gwhere = f"{where}.gates[{i}]"
+                g = self.mapping(g, gwhere, {"when", "screen"})
+                target = self.string(g.get("screen"), f"{gwhere}.screen", required=True)
+                self.screen_refs.append((f"{gwhere}.screen", target))
+                gates.append(Gate(self.condition(g.get("when"), f"{gwhere}.when"), target))
+            screens[sid] = Screen(
+                id=sid,
+                title=self.template(self.string(s.get("title"), f"{where}.title"), f"{where}.title"),
+                elements=self.elements(s.get("elements"), f"{where}.elements"),
+                toolbar=self.elements(s.get("toolbar"), f"{where}.toolbar"),
+                on_enter=self.effects(s.get("on_enter"), f"{where}.on_enter"),
+                on_back=self.effects(s["on_back"], f"{where}.on_back") if "on_back" in s else None,
+                on_wait=self.effects(s.get("on_wait"), f"{where}.on_wait"),
+                gates=tuple(gates),
+                up=bool(s["up"]) if "up" in s else None,
+                where=where,
+            )
+            for el in screens[sid].toolbar:
+                if el.kind not in ("icon", "button"):
+                    raise self.fail(el.where, "a toolbar holds icons and buttons only")
+        dialogs: dict[str, Dialog] = {}
+        for did, ddata in self.mapping(data.get("dialogs") or {}, "dialogs").items():
+            where = f"dialogs.{did}"
+            d = self.mapping(ddata, where, {"title", "text", "elements", "buttons", "cancelable",
+                                            "on_dismiss"})
+            buttons = []
+            for i, b in enumerate(d.get("buttons") or []):
+                bwhere = f"{where}.buttons[{i}]"
+                if isinstance(b, str):
+                    b = {"text": b}
+                b = dict(self.mapping(b, bwhere))
+                b.setdefault("kind", "button")
+                if b["kind"] != "button":
+                    raise self.fail(bwhere, "dialog buttons are buttons")
+                buttons.append(self.element(b, bwhere))
+            dialogs[did] = Dialog(
+                id=did,
+                title=self.template(self.string(d.get("title"), f"{where}.title"), f"{where}.title"),
+                text=self.template(self.string(d.get("text"), f"{where}.text"), f"{where}.text"),
+                elements=self.elements(d.get("elements"), f"{where}.elements"),
+                buttons=tuple(buttons),
+                cancelable=bool(d.get("cancelable", True)),
+                on_dismiss=self.effects(d.get("on_dismiss"), f"{where}.on_dismiss"),
+                where=where,
+            )
+        start = self.string(head.get("start"), "app.start") or next(iter(screens))
+        if start not in screens:
+            raise self.fail("app.start", f"no screen '{start}'")
+        for where, target in self.screen_refs:
+            if target not in screens:
+                raise self.fail(where, f"no screen '{target}' (screens: {', '.join(screens)})")
+        for where, target in self.dialog_refs:
+            if target not in dialogs:
+                raise self.fail(where, f"no dialog '{target}' (dialogs: {', '.join(dialogs) or 'none'})")
+        return AppSpec(
+            id=self.app_id, name=name, package=package,
+            description=self.string(head.get("description"), "app.description"),
+            start=start,
+            icon_color=self.string(icon.get("color"), "app.icon.color") or "#3F51B5",
+            icon_glyph=self.string(icon.get("glyph"), "app.icon.glyph") or name[:1].upper(),
+            state=dict(self.state), screens=screens, dialogs=dialogs,
+            on_open=self.effects(data.get("on_open"), "on_open"),
+            path=self.shown, foreign=tuple(self.foreign), opens=tuple(self.opens),
+        )
+
+
+def load_app_data(data: Any, shown: str = "<app>") -> AppSpec:
+    """Build an app from already-parsed data (``shown`` names it in messages)."""
+    return _AppReader(shown).app(data)
+
+
+def load_app(path: str | Path) -> AppSpec:
+    """Load one app file (``.yaml``, ``.yml`` or ``.json``)."""
+    data, shown = read_data_file(path)
+    return load_app_data(data, shown)
+
+
+class AppBundle:
+    """The apps installed on a simulated phone. Checks references between apps."""
+
+    def __init__(self, apps: Iterable[AppSpec]):
+        self.apps: tuple[AppSpec, ...] = tuple(apps)
+        self.by_id: dict[str, AppSpec] = {}
+        for app in self.apps:
+            if app.id in self.by_id:
+                raise SimLoadError(
+                    f"{app.path}: app.id: '{app.id}' is already used by {self.by_id[app.id].path}")
+            self.by_id[app.id] = app
+        self.state: dict[str, Any] = {}
+        for app in self.apps:
+            self.state.update(app.state)
+        for app in self.apps:
+            for where, name in app.foreign:
+                if name not in self.state:
+                    raise SimLoadError(f"{app.path}: {where}: unknown variable '{name}'")
+            for where, target in app.opens:
+                if self.find(target) is None:
+                    raise SimLoadError(f"{app.path}: {where}: no installed app '{target}'")
+
+    def find(self, name: str) -> AppSpec | None:
+        """An app by id, name or package (case-insensitive), else by a unique partial name."""
+        key = name.strip().lower()
+        for app in self.apps:
+            if key in (app.id.lower(), app.name.lower(), app.package.lower()):
+                return app
+        key = re.sub(r"\b(the|app)\b", "", key).strip()
+        if not key:
+            return None
+        partial = [a for a in self.apps if key in a.name.lower() or a.name.lower() in key]
+        return partial[0] if len(partial) == 1 else None
+
+    def with_apps(self, extra: Iterable[AppSpec]) -> "AppBundle":
+        extra = list(extra)
+        replaced = {a.id for a in extra}
+        return AppBundle([a for a in self.apps if a.id not in replaced] + extra)
+
+    def __iter__(self):
+        return iter(self.apps)
+
+    def __len__(self) -> int:
+        return len(self.apps)
+
+
+def load_apps(paths: Iterable[str | Path]) -> AppBundle:
+    """Load app files, or every ``*.yaml``/``*.yml``/``*.json`` in given folders."""
+    files: list[Path] = []
+    for path in paths:
+        p = Path(path)
+        if p.is_dir():
+            files.extend(sorted(f for f in p.iterdir() if f.suffix in (".yaml", ".yml", ".json")))
+        else:
+            files.append(p)
+    return AppBundle(load_app(f) for f in files)
+
+
+@lru_cache(maxsize=1)
+def bundled_apps() -> AppBundle:
+    """The apps installed on every simulated phone (``devices/sim/apps/``)."""
+    return load_apps([BUNDLED_APPS_DIR])
