@@ -1,0 +1,1112 @@
+"""The offline baseline backend: rules over the UI tree, with an evidence-based confidence.
+
+Pure Python (no Django). Used whenever no model endpoint is configured. It sees only the
+:class:`StepContext` — instruction, clarification answers, the current screen's UI nodes,
+the compact history, the installed apps — never a task id, a gold path or the oracle.
+
+One step (docs/heuristic.md has the user-facing account):
+
+1. plan — split the instruction into sub-goals (D-PoT), parse each into an intent
+   (open an app, set a toggle, type text, pick an option, click something);
+2. look — blocking overlays (pop-ups, permission prompts, error and loading screens),
+   open choices (a RadioGroup none of whose options the goal names → ask the user,
+   RecAgent §3.6 / App. D), which sub-goals are already visibly done;
+3. act on the first unfinished sub-goal: the right app first, then the element the
+   recommendation ranks best (RecAgent §3.3), toggles only when their state differs from
+   the goal's (StaR Fig. 12), text typed into a focused field, scrolling when the target
+   is off-screen;
+4. confidence 1–5 from the evidence: how strongly the element matches and by what margin
+   over the runner-up, capped low when something unexpected covers the screen.
+
+The product asks a person below γ (default 4), so 4–5 are reserved for steps the rules
+have direct evidence for (OS-Kairos §4.2, Eq. 4).
+"""
+from __future__ import annotations
+
+import re
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+from agents.backends.base import (
+    Clarification, HistoryEntry, Proposal, StepContext, clamp_confidence,
+)
+from agents.planning import split_goal
+from agents.recommend import (
+    NodeScore, is_candidate, is_editable, is_tappable, node_label, owner_of, recommend, row_label, score_nodes, tokens,
+)
+from devices.actions import (
+    CLICK, COMPLETE, IMPOSSIBLE, OPENAPP, PRESS_BACK, PRESS_ENTER, SCROLL, TYPE, WAIT, Action,
+)
+from devices.protocol import AppInfo
+from devices.uitree import UINode, node_at
+
+__all__ = ["HeuristicBackend", "Intent", "parse_intent", "extract_text", "match_confidence"]
+
+# --- reading the instruction -------------------------------------------------------
+
+_TURN = r"(?:t(?:ur|ru)n|switch|toggle|set|put)"
+_TOGGLE_PATTERNS: tuple[tuple[re.Pattern[str], int, int], ...] = (
+    # (pattern, group of the on/off word, group of the target)
+    (re.compile(rf"\b{_TURN}\s+(on|off)\s+(?:the\s+)?(.+)", re.I), 1, 2),
+    (re.compile(rf"\b{_TURN}\s+(?:the\s+)?(.+?)\s+(on|off)\b", re.I), 2, 1),
+    (re.compile(r"\b(enable|activate|disable|deactivate|unmute|mute)\s+(?:the\s+)?(.+)", re.I), 1, 2),
+    (re.compile(r"\b(check|uncheck|tick|untick)\s+(?:the\s+)?(.+)", re.I), 1, 2),
+)
+_ON_WORDS = {"on", "enable", "activate", "check", "tick", "mute"}
+_TEXT_PATTERNS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\b(?:saying|says|that says|with (?:the )?(?:text|message|note|body)|message)\s*[:,]?\s*[\"'“‘](.+?)[\"'”’](?:\s|$|[.,;!?])", re.I),
+    re.compile(r"[\"“](.+?)[\"”]"),
+    re.compile(r"(?:^|\s)'(.+?)'(?:\s|$|[.,;!?])"),
+    re.compile(r"‘(.+?)’"),
+    re.compile(r"\b(?:search|look up|look for)\s+(?:(?:in\s+)?the\s+\w+\s+)?(?:for\s+)?(.+?)(?:\s+(?:in|on|using|with)\s+(?:the\s+)?\w+(?:\s+app)?)?(?=\s+and\s|\s*,|\s*$)", re.I),
+    re.compile(r"\b(?:saying|says|that says)\s*:?\s*(.+?)\s*$", re.I),
+    re.compile(r"^\s*(?:text|message|tell|send|reply to|write to)\s+[^:\"']{1,40}?:\s*(.+?)\s*$", re.I),
+    re.compile(r"\b(?:type|enter|write|input)\s+(.+?)(?:\s+(?:in|into)\s+(?:the\s+)?.+)?\s*$", re.I),
+    re.compile(r"\b(?:named|called|titled|labell?ed)\s+(.+?)\s*$", re.I),
+    re.compile(r"\b(?:directions|route|navigate|way)\s+(?:to|for)\s+(?:the\s+)?(.+?)(?:\s+(?:in|on|using|with|by)\s+.+)?\s*$", re.I),
+)
+_OPEN_RE = re.compile(r"^\s*(?:please\s+)?(?:open|launch|start|run|go to)\s+(?:the\s+|my\s+)?(.+?)(?:\s+app(?:lication)?)?\s*$", re.I)
+_SELECT_RE = re.compile(r"\b(?:select|choose|pick|set)\s+(?:the\s+)?(.+)", re.I)
+
+# Screen words that mean "something is in the way", not part of any task's content.
+_DISMISS_WORDS = ("close", "dismiss", "not now", "no thanks", "skip", "later", "cancel", "got it", "x")
+_ALLOW_WORDS = ("allow", "while using the app", "only this time", "grant", "ok")
+_RETRY_WORDS = ("retry", "try again", "reload", "refresh")
+_ERROR_RE = re.compile(
+    r"\b(error|failed|failure|no (?:internet|connection|network)|offline|went wrong|"
+    r"unable to|couldn'?t|can'?t connect|timed out|session expired|signed out|logged out)\b",
+    re.I,
+)
+_LOADING_RE = re.compile(r"\b(loading|please wait|connecting|processing)\b", re.I)
+_SUCCESS_RE = re.compile(
+    r"\b(placed|sent|saved|paid|purchased|success(?:ful(?:ly)?)?|confirmed|thank you|"
+    r"added to (?:the |your )?cart|(?:now )?in your cart|order (?:is )?on its way|booked|"
+    r"navigating|done)\b",
+    re.I,
+)
+_PERMISSION_RE = re.compile(r"\b(allow|permission|access to)\b", re.I)
+
+
+@dataclass
+class Intent:
+    """What one sub-goal asks for."""
+
+    text: str
+    kind: str  # "open_app" | "toggle" | "type" | "select" | "click"
+    target: str = ""  # words naming the element (or app)
+    desired: bool | None = None  # toggles: the state the goal wants
+    typed: str | None = None  # text to type
+    app: AppInfo | None = None  # the app the sub-goal happens in, when known
+    app_named: bool = False  # the app is named in the words (not guessed from descriptions)
+
+
+def extract_text(goal: str) -> str | None:
+    """The text an instruction wants typed: quoted text, "search for X", "saying X"…"""
+    for pattern in _TEXT_PATTERNS:
+        match = pattern.search(goal)
+        if match:
+            text = match.group(1).strip().strip("\"'“”‘’").strip()
+            text = re.sub(r"[.!?]+$", "", text) if pattern.pattern.startswith(r"\b") else text
+            if text:
+                return text
+    return None
+
+
+# Words that point to a kind of app when the goal names none ("Get me an iced americano").
+_APP_CATEGORIES: dict[str, frozenset[str]] = {
+    "coffee": frozenset("latte americano cappuccino mocha espresso macchiato flat".split()),
+    "alarm": frozenset("wake alarm".split()),
+    "message": frozenset("text chat say tell reply".split()),
+    "map": frozenset("direction route way place nearby restaurant".split()),
+    "shop": frozenset("buy cart product purchase".split()),
+}
+
+
+def _app_match(words: str, apps: tuple[AppInfo, ...]) -> tuple[AppInfo | None, bool, float]:
+    """The app ``words`` name (strongly, by name) or describe (weakly), its score.
+
+    Returns (app, named, score). Named: the app's name occurs as a whole word.
+    """
+    lowered = f" {normalise_words(words)} "
+    named = [
+        app for app in apps
+        if app.name and f" {normalise_words(app.name)} " in lowered
+    ]
+    if named:
+        named.sort(key=lambda a: -len(a.name))
+        return named[0], True, 1.0
+    goal_toks = set(tokens(words))
+    goal_toks |= {category for category, members in _APP_CATEGORIES.items() if goal_toks & members}
+    best: tuple[float, AppInfo | None] = (0.0, None)
+    second = 0.0
+    for app in apps:
+        app_toks = set(tokens(f"{app.name} {app.description}"))
+        if not app_toks:
+            continue
+        overlap = len(goal_toks & app_toks) / max(1, min(len(goal_toks), 4))
+        if overlap > best[0]:
+            second = best[0]
+            best = (overlap, app)
+        elif overlap > second:
+            second = overlap
+    if best[1] is None or best[0] <= 0:
+        return None, False, 0.0
+    # Strength is the margin over the next app: a unique fit counts even if loose.
+    return best[1], False, 1.0 if second == 0 else best[0] - second
+
+
+def normalise_words(text: str) -> str:
+    return " ".join(tokens(text, keep_stopwords=True))
+
+
+def parse_intent(sub_goal: str, apps: tuple[AppInfo, ...] = ()) -> Intent:
+    """Classify one sub-goal: open an app, set a toggle, type, pick an option, or click."""
+    app, named, _ = _app_match(sub_goal, apps)
+    open_match = _OPEN_RE.match(sub_goal)
+    if open_match:
+        target = open_match.group(1)
+        opened, opened_named, _ = _app_match(target, apps)
+        if opened is not None and opened_named:
+            return Intent(sub_goal, "open_app", target=opened.name, app=opened, app_named=True)
+    for pattern, state_group, target_group in _TOGGLE_PATTERNS:
+        match = pattern.search(sub_goal)
+        if match:
+            word = match.group(state_group).lower()
+            target = _strip_app_words(match.group(target_group), app if named else None)
+            if target:
+                return Intent(
+                    sub_goal, "toggle", target=target, desired=word in _ON_WORDS,
+                    app=app, app_named=named,
+                )
+    typed = extract_text(sub_goal)
+    if typed:
+        target = sub_goal.replace(typed, " ")
+        return Intent(sub_goal, "type", target=_strip_app_words(target, app if named else None),
+                      typed=typed, app=app, app_named=named)
+    select = _SELECT_RE.search(sub_goal)
+    if select:
+        return Intent(sub_goal, "select", target=_strip_app_words(select.group(1), app if named else None),
+                      app=app, app_named=named)
+    return Intent(sub_goal, "click", target=_strip_app_words(sub_goal, app if named else None),
+                  app=app, app_named=named)
+
+
+def _strip_app_words(text: str, app: AppInfo | None) -> str:
+    text = text.strip().rstrip(".!?")
+    if app is not None:
+        text = re.sub(
+            rf"\s*\b(?:in|on|from|using|with|via)?\s*(?:the\s+)?{re.escape(app.name)}(?:'s)?(?:\s+app)?(?:'s)?\b",
+            " ", text, flags=re.I,
+        )
+    text = re.sub(r"\b(?:in|on)\s+(?:the\s+)?settings?\b$", " ", text, flags=re.I)
+    return " ".join(text.split())
+
+
+# --- confidence --------------------------------------------------------------------
+
+
+def match_confidence(best: float, runner_up: float) -> float:
+    """Confidence 1–5 from the best element's match score and its margin.
+
+    5 — a strong, unique match; 4 — a clear match with a clear margin; 3 — a plausible
+    match; 2 — a weak one or two candidates alike; 1 — nothing matches.
+    """
+    margin = best - runner_up
+    if best >= 0.8 and margin >= 0.3:
+        return 5.0
+    if best >= 0.6 and margin >= 0.2:
+        return 4.0
+    if best >= 0.45 and margin >= 0.1:
+        return 3.0
+    if best > 0.2:
+        return 2.0
+    return 1.0
+
+
+# --- reading the screen ------------------------------------------------------------
+
+
+@dataclass
+class ChoiceGroup:
+    title: str
+    options: list[UINode]
+    container: UINode | None = None
+
+    @property
+    def checked(self) -> UINode | None:
+        return next((o for o in self.options if o.checked), None)
+
+    def labels(self, nodes: list[UINode]) -> list[str]:
+        return [option.label or row_label(option, nodes) for option in self.options]
+
+
+@dataclass
+class ScreenView:
+    nodes: list[UINode]
+    package: str
+    width: int
+    height: int
+    candidates: list[UINode] = field(default_factory=list)
+    overlay: list[UINode] = field(default_factory=list)  # nodes inside a dialog/pop-up
+    overlay_kind: str = ""  # "dialog" | "permission" | "error" | "loading" | ""
+    groups: list[ChoiceGroup] = field(default_factory=list)
+    editables: list[UINode] = field(default_factory=list)
+    scrollables: list[UINode] = field(default_factory=list)
+    launcher: bool = False
+
+    @property
+    def text(self) -> str:
+        return " ".join(n.text for n in self.nodes if n.text)
+
+    @property
+    def focused_editable(self) -> UINode | None:
+        return next((n for n in self.editables if n.focused), None)
+
+
+_DIALOG_ID_PREFIXES = ("dialog", "popup", "pop_up", "alert", "permission_dialog", "modal", "snackbar")
+
+
+def _is_dialog_root(node: UINode) -> bool:
+    """The top node of a window over the app: an AlertDialog, a pop-up, a permission prompt.
+
+    Only the id's *tail* and the class are read: content ids are often derived from the
+    text ("…/apps_with_the_location_permission…") and must not look like a dialog.
+    """
+    tail = node.resource_id.rsplit("/", 1)[-1].lower()
+    if tail.startswith(_DIALOG_ID_PREFIXES) or "Dialog" in node.cls:
+        return True
+    if node.parent is None and "permissioncontroller" in node.package:
+        return True
+    window = str(node.extra.get("window", "") or node.extra.get("layer", "")).lower()
+    return window in {"dialog", "popup", "overlay", "permission"} or bool(node.extra.get("dialog"))
+
+
+def _descendants(root: UINode, nodes: list[UINode]) -> list[UINode]:
+    inside: set[int] = {root.index}
+    out: list[UINode] = []
+    for node in nodes:  # document order: a parent precedes its children
+        if node.parent is not None and node.parent in inside:
+            inside.add(node.index)
+            out.append(node)
+    return out
+
+
+def read_screen(ctx: StepContext) -> ScreenView:
+    obs = ctx.observation
+    nodes = list(obs.nodes)
+    view = ScreenView(nodes=nodes, package=obs.app or "", width=obs.width, height=obs.height)
+    view.candidates = [n for n in nodes if is_candidate(n)]
+    view.editables = [n for n in nodes if is_editable(n) and n.enabled]
+    view.scrollables = [n for n in nodes if n.scrollable]
+    view.launcher = "launcher" in view.package.lower() or view.package.lower().endswith(".home")
+
+    roots = [n for n in nodes if _is_dialog_root(n)]
+    if roots:
+        root = roots[0]
+        view.overlay = [root] + _descendants(root, nodes)
+        words = " ".join(n.text + " " + n.content_desc for n in view.overlay) + " " + root.resource_id
+        if _PERMISSION_RE.search(words) or "permission" in words.lower():
+            view.overlay_kind = "permission"
+        elif _ERROR_RE.search(words):
+            view.overlay_kind = "error"
+        else:
+            view.overlay_kind = "dialog"
+    else:
+        visible = view.text
+        if any("ProgressBar" in n.cls for n in nodes) or (
+            _LOADING_RE.search(visible) and len(view.candidates) <= 4
+        ):
+            view.overlay_kind = "loading"
+        elif _ERROR_RE.search(visible) and any(
+            any(w in n.label.lower() for w in _RETRY_WORDS) for n in nodes
+        ):
+            view.overlay_kind = "error"
+
+    view.groups = _choice_groups(nodes)
+    return view
+
+
+def _choice_groups(nodes: list[UINode]) -> list[ChoiceGroup]:
+    """RadioGroups (and sets of sibling RadioButtons) with their title."""
+    by_index = {n.index: n for n in nodes}
+    groups: list[ChoiceGroup] = []
+    seen: set[int] = set()
+    for node in nodes:
+        if node.short_class == "RadioGroup" or node.extra.get("role") == "radiogroup":
+            options = [
+                n for n in _descendants(node, nodes)
+                if n.checkable and ("Radio" in n.cls or n.extra.get("role") == "radio")
+            ]
+            if options:
+                seen.update(o.index for o in options)
+                groups.append(ChoiceGroup(_group_title(node, nodes), options, node))
+    loose: dict[int | None, list[UINode]] = {}
+    for node in nodes:
+        if node.index in seen or not node.checkable or "RadioButton" not in node.cls:
+            continue
+        loose.setdefault(node.parent, []).append(node)
+    for parent, options in loose.items():
+        if len(options) >= 2:
+            container = by_index.get(parent) if parent is not None else None
+            groups.append(ChoiceGroup(
+                _group_title(container, nodes) if container else "", options, container
+            ))
+    return groups
+
+
+def _group_title(group: UINode, nodes: list[UINode]) -> str:
+    for text in (group.content_desc, group.text):
+        if text:
+            return text
+    # The nearest text above the group, as a form shows a field's caption.
+    top = group.bounds[1]
+    above = [
+        n for n in nodes
+        if n.text and not n.checkable and n.bounds[3] <= top + 4 and top - n.bounds[3] < 200
+        and n.index not in {d.index for d in _descendants(group, nodes)}
+    ]
+    if above:
+        above.sort(key=lambda n: top - n.bounds[3])
+        return above[0].text
+    if group.resource_id:
+        return group.resource_id.rsplit("/", 1)[-1].replace("_", " ")
+    return ""
+
+
+# --- history -----------------------------------------------------------------------
+
+
+def _history_labels(history: list[HistoryEntry]) -> list[str]:
+    """Normalised labels of the elements clicked so far."""
+    out: list[str] = []
+    for entry in history:
+        if entry.action.get("type") not in (CLICK, "LONG_CLICK"):
+            continue
+        label = entry.action.get("element") or ""
+        match = re.match(r"^\w+ '(.*)'", entry.summary or "")
+        if match:
+            label = match.group(1)
+        if label:
+            out.append(label)
+    return out
+
+
+def _typed_texts(history: list[HistoryEntry]) -> list[str]:
+    return [
+        str(entry.action.get("text", "")).strip().lower()
+        for entry in history if entry.action.get("type") == TYPE
+    ]
+
+
+def _opened_apps(history: list[HistoryEntry]) -> list[str]:
+    return [str(e.action.get("app", "")).lower() for e in history if e.action.get("type") == OPENAPP]
+
+
+# --- the backend -------------------------------------------------------------------
+
+
+@dataclass
+class _Choice:
+    action: Action
+    confidence: float
+    thought: str
+    candidates: list[str] = field(default_factory=list)
+
+
+class HeuristicBackend:
+    """Rule-based, offline backend. ``propose`` never raises."""
+
+    name = "heuristic"
+
+    def __init__(self, *, top_k: int = 10) -> None:
+        self.top_k = top_k
+
+    def propose(self, ctx: StepContext) -> Proposal:
+        try:
+            return self._propose(ctx)
+        except Exception as exc:  # the contract: errors become a parse_error ticket
+            return Proposal(
+                action=None, confidence=1.0, error=f"heuristic backend failed: {exc!r}",
+                raw=traceback.format_exc(limit=3),
+            )
+
+    # The rules, in priority order; each returns a Proposal or None to pass.
+    def _propose(self, ctx: StepContext) -> Proposal:
+        plan = split_goal(ctx.instruction) or [ctx.instruction]
+        intents = [parse_intent(step, tuple(ctx.apps)) for step in plan]
+        _inherit_apps(intents, ctx)
+        view = read_screen(ctx)
+        goal = ctx.goal
+
+        def done(choice: _Choice, current: str) -> Proposal:
+            rec = recommend(view.nodes, current or goal, k=self.top_k,
+                            excluded=ctx.excluded_elements)
+            return Proposal(
+                action=choice.action, confidence=clamp_confidence(choice.confidence),
+                thought=choice.thought, plan=plan, current_step=current,
+                candidates=choice.candidates or rec.keys,
+            )
+
+        blocked = self._overlay(view, goal, ctx)
+        if blocked is not None:
+            return done(blocked, "deal with what covers the screen")
+
+        question = self._open_choice(view, ctx)
+        if isinstance(question, Proposal):
+            question.plan = plan
+            return question
+
+        status = [self._status(intent, view, ctx) for intent in intents]
+        current_index = _current_sub_goal(intents, status)
+        if current_index is None:
+            # A form still open on screen (the Coffee order after tapping 'Latte') is
+            # unfinished work whatever the history says: fill what the goal names, submit.
+            form = self._pick_named_option(view, ctx) or self._submit_form(view, ctx)
+            if form is not None:
+                return done(form, "fill in and submit the form")
+            return done(self._complete(intents, status, view), "check that the goal is reached")
+
+        intent = intents[current_index]
+        choice = self._act(intent, view, ctx, goal)
+        if isinstance(choice, Proposal):
+            choice.plan = plan
+            choice.current_step = intent.text
+            return choice
+        return done(choice, intent.text)
+
+    # -- blocking screens --
+
+    def _overlay(self, view: ScreenView, goal: str, ctx: StepContext) -> _Choice | None:
+        if not view.overlay_kind:
+            return None
+        goal_toks = set(tokens(goal))
+        overlay_nodes = view.overlay or view.nodes
+        words = set(tokens(" ".join(n.text + " " + n.content_desc for n in overlay_nodes)))
+        if view.overlay_kind == "dialog" and words and len(words & goal_toks) >= max(1, len(words) // 3):
+            return None  # the goal talks about this dialog: it is part of the task
+        buttons = [n for n in overlay_nodes if n.clickable and n.enabled and n.label]
+        if view.overlay_kind == "loading":
+            # Nothing to tap and a spinner: waiting is the only sensible step.
+            confidence = 4.0 if not any(n.clickable for n in view.nodes
+                                        if not _is_system_nav(n)) else 2.0
+            return _Choice(Action(WAIT), confidence, "The screen is still loading; waiting for it.")
+        preferred: tuple[str, ...]
+        if view.overlay_kind == "permission":
+            preferred = _ALLOW_WORDS
+            why = "A permission prompt covers the screen; the task seems to need it, so allow."
+        elif view.overlay_kind == "error":
+            preferred = _RETRY_WORDS + ("ok",) + _DISMISS_WORDS
+            why = "An error is shown; retrying."
+        else:
+            preferred = _DISMISS_WORDS + ("ok",)
+            why = "An unexpected pop-up covers the screen; dismissing it."
+        for word in preferred:
+            for button in buttons:
+                if button.label.strip().lower() == word or word in button.label.lower().split():
+                    x, y = button.center
+                    return _Choice(Action(CLICK, x=x, y=y, element=button.label),
+                                   _overlay_confidence(view.overlay_kind, button, buttons),
+                                   why + f" Clicking '{button.label}'.")
+        if view.overlay_kind == "error":
+            return _Choice(Action(PRESS_BACK), 1.0, "An error screen with no way to retry.")
+        return _Choice(Action(PRESS_BACK), 1.0, why + " No button found; going back.")
+
+    # -- clarification (RecAgent §3.6, App. D) --
+
+    def _open_choice(self, view: ScreenView, ctx: StepContext) -> Proposal | None:
+        """Ask when a required choice group has no option chosen and the goal names none."""
+        goal = ctx.goal
+        for group in view.groups:
+            if group.checked is not None:
+                continue
+            labels = group.labels(view.nodes)
+            if _named_option(group, view.nodes, goal) is not None:
+                continue  # _act picks it
+            options = [label for label in labels if label]
+            if not options:
+                continue
+            title = (group.title or "option").strip().rstrip(":").lower()
+            question = f"Which {title} would you like: {_or_list([o.lower() for o in options])}?"
+            if question in ctx.asked:
+                continue  # never ask twice; _act picks with a low confidence
+            return Proposal(
+                action=None, confidence=2.0, clarification=Clarification(question, options),
+                thought=f"The screen needs a {title} choice and the instruction does not say which.",
+                current_step=f"choose the {title}",
+            )
+        return None
+
+    # -- progress --
+
+    def _status(self, intent: Intent, view: ScreenView, ctx: StepContext) -> str:
+        """'done' (visible on screen), 'seen' (history shows it was done), or 'todo'."""
+        history = ctx.history
+        if intent.kind == "open_app":
+            if intent.app and view.package == intent.app.package:
+                return "done"
+            if intent.app and intent.app.name.lower() in _opened_apps(history):
+                return "seen"
+            return "todo"
+        if intent.kind == "toggle":
+            switch, score, _ = self._find_switch(intent, view)
+            if switch is not None and score >= 0.5 and _app_ok(intent, view):
+                return "done" if switch.checked == intent.desired else "todo"
+            labels = _history_labels(history)
+            target = set(tokens(intent.target))
+            if target and any(target <= set(tokens(label)) for label in labels):
+                return "seen"
+            return "todo"
+        if intent.kind == "type" and intent.typed:
+            typed = intent.typed.strip().lower()
+            field_texts = [n.text.strip().lower() for n in view.editables if not _field_is_empty(n)]
+            last_type = max(
+                (i for i, e in enumerate(history)
+                 if e.action.get("type") == TYPE and str(e.action.get("text", "")).strip().lower() == typed),
+                default=None,
+            )
+            submitted = last_type is not None and any(
+                e.action.get("type") in (CLICK, PRESS_ENTER) for e in history[last_type + 1:]
+            )
+            if submitted:
+                assert last_type is not None
+                shown = any(typed in n.text.lower() for n in view.nodes if n.text and not is_editable(n))
+                success = _success_text(view)
+                if success and _success_fits(success, intent):
+                    return "done"
+                if _unseen_words(intent, view):
+                    return "more"  # "directions to X": X is found, the rest is still to do
+                last_submit = history[-1].action.get("type") in (CLICK, PRESS_ENTER)
+                words = set(tokens(intent.text, keep_stopwords=True))
+                if words & {"send", "text", "message", "tell", "reply", "say", "saying"}:
+                    # A sent message shows up in the conversation.
+                    return "done" if shown and last_submit else "likely"
+                return "likely"
+            if last_type is not None or typed in field_texts:
+                return "typed"
+            return "todo"
+        if history and history[-1].action.get("type") == CLICK:
+            success = _success_text(view)
+            if success:
+                return "done" if _success_fits(success, intent) else "likely"
+        return "todo"
+
+    def _complete(self, intents: list[Intent], status: list[str], view: ScreenView) -> _Choice:
+        visible = all(s == "done" for s in status[-1:])
+        confidence = 5.0 if visible else 3.0  # history or a loose confirmation only
+        return _Choice(Action(COMPLETE), confidence,
+                       "Every sub-goal's effect is visible on the screen; the task is done."
+                       if visible else "The history suggests every sub-goal is done.")
+
+    # -- acting on one sub-goal --
+
+    def _act(self, intent: Intent, view: ScreenView, ctx: StepContext, goal: str) -> _Choice | Proposal:
+        app_step = self._app_step(intent, view, ctx)
+        if app_step is not None:
+            return app_step
+        if intent.kind == "toggle":
+            return self._toggle(intent, view, ctx)
+        pick = self._pick_named_option(view, ctx)
+        if pick is not None:
+            return pick
+        if intent.kind != "type":
+            form = self._submit_form(view, ctx)
+            if form is not None:
+                return form
+        if intent.kind == "type" and intent.typed:
+            return self._type(intent, view, ctx)
+        return self._click_best(intent, view, ctx)
+
+    def _app_step(self, intent: Intent, view: ScreenView, ctx: StepContext) -> _Choice | None:
+        app = intent.app
+        if app is None:
+            if view.launcher:
+                app, named, strength = _app_match(ctx.goal, tuple(ctx.apps))
+                if app is None:
+                    return _Choice(Action(IMPOSSIBLE), 1.0, "No installed app fits the goal.")
+                confidence = 3.0 if strength >= 0.5 else 2.0
+                return _Choice(Action(OPENAPP, app=app.name), confidence,
+                               f"On the home screen; '{app.name}' is the closest app to the goal.")
+            return None
+        if view.package == app.package:
+            return None
+        if intent.app_named or intent.kind == "open_app":
+            confidence = 5.0
+        else:
+            # Guessed from descriptions: sure only when one app clearly fits better.
+            _, _, strength = _app_match(intent.text, tuple(ctx.apps))
+            confidence = 4.0 if strength >= 0.3 else 2.0
+        return _Choice(Action(OPENAPP, app=app.name), confidence,
+                       f"The goal happens in '{app.name}', which is not in the foreground; opening it.")
+
+    def _find_switch(self, intent: Intent, view: ScreenView) -> tuple[UINode | None, float, float]:
+        """The checkable node the toggle names, its match score, and the runner-up's."""
+        scores = [
+            s for s in score_nodes(view.nodes, intent.target)
+            if s.node.checkable and "Radio" not in s.node.cls
+        ]
+        ranked = _distinct(sorted(scores, key=lambda s: -s.total), view.nodes)
+        if not ranked or ranked[0].total <= 0:
+            return None, 0.0, 0.0
+        second = ranked[1].total if len(ranked) > 1 else 0.0
+        return ranked[0].node, ranked[0].total, second
+
+    def _toggle(self, intent: Intent, view: ScreenView, ctx: StepContext) -> _Choice:
+        switch, score, second = self._find_switch(intent, view)
+        state_word = "on" if intent.desired else "off"
+        if switch is not None and score >= 0.5:
+            label = _display_label(switch, view.nodes)
+            current = "on" if switch.checked else "off"
+            if switch.checked == intent.desired:  # StaR Fig. 12: no toggle needed
+                return _Choice(Action(COMPLETE), 4.0,
+                               f"'{label}' is currently {current}, as the goal wants.")
+            x, y = switch.center
+            confidence = match_confidence(score, second)
+            if switch.key in ctx.excluded_elements:
+                confidence = min(confidence, 2.0)
+            return _Choice(
+                Action(CLICK, x=x, y=y, element=label or None), confidence,
+                f"The switch '{label}' is currently {current}, while the goal wants it "
+                f"{state_word}; clicking it.",
+                [switch.key],
+            )
+        # Not on this screen: navigate towards it (a row named like the target), else scroll.
+        return self._click_best(intent, view, ctx, navigating=True)
+
+    def _pick_named_option(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
+        for group in view.groups:
+            if group.checked is not None:
+                continue
+            named = _named_option(group, view.nodes, ctx.goal)
+            labels = group.labels(view.nodes)
+            title = group.title or "option"
+            if named is None:
+                question_asked = any(title.lower() in q.lower() for q in ctx.asked)
+                if question_asked and group.options:
+                    option = group.options[0]
+                    x, y = option.center
+                    return _Choice(Action(CLICK, x=x, y=y, element=option.label), 2.0,
+                                   f"No {title} was named even after asking; guessing.")
+                continue
+            option, strength = named
+            x, y = option.center
+            label = option.label or row_label(option, view.nodes)
+            confidence = 5.0 if strength >= 0.99 else 4.0
+            return _Choice(Action(CLICK, x=x, y=y, element=label), confidence,
+                           f"The goal names '{label}' for {title}; choosing it "
+                           f"(options: {', '.join(labels)}).", [option.key])
+        return None
+
+    def _submit_form(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
+        """Every choice on screen made, at least one by us: tap the button the goal names."""
+        if not view.groups or any(g.checked is None for g in view.groups) or view.overlay_kind:
+            return None
+        clicked = {label.lower() for label in _history_labels(ctx.history)}
+        chosen_here = {(o.label or row_label(o, view.nodes)).lower()
+                       for g in view.groups for o in g.options}
+        if not clicked & chosen_here:
+            return None
+        goal_toks = set(tokens(ctx.goal))
+        for node in view.candidates:
+            label = node.label or ""
+            # A plain Button: not a RadioButton, nor a toolbar ImageButton ("Cart").
+            if (node.short_class != "Button" or not label or label.lower() in clicked
+                    or _is_system_nav(node)):
+                continue
+            if set(tokens(label)) & goal_toks:
+                x, y = node.center
+                return _Choice(Action(CLICK, x=x, y=y, element=label), 4.0,
+                               f"Every choice is made; '{label}' submits what the goal asks.",
+                               [node.key])
+        return None
+
+    def _type(self, intent: Intent, view: ScreenView, ctx: StepContext) -> _Choice:
+        typed = intent.typed or ""
+        status = self._status(intent, view, ctx)
+        if status == "typed":
+            return self._submit(intent, view, ctx)
+        if status == "more":
+            rest = Intent(intent.text, "click", target=" ".join(_remaining_words(intent)),
+                          app=intent.app, app_named=intent.app_named)
+            choice = self._click_best(rest, view, ctx)
+            choice.confidence = min(choice.confidence, 4.0)
+            return choice
+        empty = [n for n in view.editables if _field_is_empty(n)]
+        field_node = view.focused_editable
+        if field_node is not None and (_field_is_empty(field_node) or len(view.editables) == 1):
+            others = [n for n in empty if n.index != field_node.index]
+            sure = not others or (_field_fits(field_node, intent) and not any(
+                _field_fits(n, intent) for n in others))
+            return _Choice(Action(TYPE, text=typed, element=field_node.label or None),
+                           5.0 if sure else 3.0,
+                           f"The text field '{field_node.label}' is focused; typing '{typed}'.",
+                           [field_node.key])
+        if len(view.editables) == 1:
+            # One field on screen: TYPE goes into it without a tap first (as adb input does).
+            only = view.editables[0]
+            return _Choice(Action(TYPE, text=typed, element=only.label or None), 5.0,
+                           f"'{only.label}' is the only text field; typing '{typed}'.", [only.key])
+        if empty:
+            fitting = [n for n in empty if _field_fits(n, intent)]
+            choice = fitting[0] if len(fitting) == 1 else empty[0]
+            confidence = 5.0 if len(empty) == 1 or len(fitting) == 1 else 2.0
+            if choice.key in ctx.excluded_elements:
+                confidence = 2.0
+            x, y = choice.center
+            return _Choice(Action(CLICK, x=x, y=y, element=choice.label or None), confidence,
+                           f"Clicking the empty text field '{choice.label}' to type '{typed}'.",
+                           [choice.key])
+        # No field yet: open what the goal names first ("to Alice" → Alice's conversation).
+        entity = self._best_unused(intent, view, ctx, exclude_text=typed, editable_ok=False)
+        if entity is not None:
+            node, score, second = entity
+            x, y = node.center
+            label = _display_label(node, view.nodes)
+            return _Choice(Action(CLICK, x=x, y=y, element=label or None),
+                           match_confidence(score, second),
+                           f"'{label}' is named by the goal; opening it before typing.", [node.key])
+        return self._click_best(intent, view, ctx, navigating=True)
+
+    def _submit(self, intent: Intent, view: ScreenView, ctx: StepContext) -> _Choice:
+        """Send what was typed: the one commit button on screen, else Enter."""
+        buttons = [
+            n for n in view.candidates
+            if n.clickable and n.enabled and not is_editable(n) and not _is_system_nav(n)
+            and set(tokens(n.label, keep_stopwords=True)) & _SUBMIT_WORDS
+        ]
+        if len(buttons) == 1:
+            best = buttons[0]
+            x, y = best.center
+            # A form with a field still empty (an alarm's time) is not ready to submit.
+            ready = not any(_field_is_empty(n) for n in view.editables)
+            return _Choice(Action(CLICK, x=x, y=y, element=best.label), 4.0 if ready else 3.0,
+                           f"The text is typed; clicking '{best.label}' to submit it.", [best.key])
+        if "search" in set(tokens(intent.text, keep_stopwords=True)) or any(
+            "search" in node_label_text(n).lower() for n in view.editables
+        ):
+            return _Choice(Action(PRESS_ENTER), 4.0 if not buttons else 2.0,
+                           "The search text is typed; pressing Enter.")
+        return _Choice(Action(PRESS_ENTER), 2.0, "The text is typed; pressing Enter to submit.")
+
+    def _scroll(self, view: ScreenView, ctx: StepContext, why: str, sure: bool = False) -> _Choice:
+        """Scroll for more: finger up (content further down) until that stops changing
+        the screen, then back down (AITZ/OS-Atlas direction convention)."""
+        last = ctx.history[-1] if ctx.history else None
+        direction = "UP"
+        if last is not None and last.action.get("type") == SCROLL and not last.screen_changed:
+            direction = "DOWN" if last.action.get("direction") == "UP" else "UP"
+        # Reversing direction is a guess about where the list ends: never sure.
+        confidence = 4.0 if sure and direction == "UP" else 3.0
+        return _Choice(Action(SCROLL, direction=direction), confidence, why + f" Scrolling {direction}.")
+
+    def _best_unused(
+        self, intent: Intent, view: ScreenView, ctx: StepContext, *, exclude_text: str = "",
+        editable_ok: bool = True, navigating: bool = False,
+    ) -> tuple[UINode, float, float] | None:
+        query = intent.target
+        if exclude_text:
+            query = query.replace(exclude_text, " ")
+        clicked = {normalise_words(label) for label in _history_labels(ctx.history)}
+        clicked.discard("")
+
+        def used(node: UINode) -> bool:
+            # The history names a click by the clickable node it hit (a row's id tail when
+            # the row has no text), so the owner's names count too.
+            owner = owner_of(node, view.nodes)
+            names = {normalise_words(node.label), normalise_words(_display_label(node, view.nodes))}
+            if owner is not None:
+                names |= {normalise_words(owner.label), normalise_words(_display_label(owner, view.nodes))}
+            return bool(names & clicked)
+        scores = [
+            s for s in score_nodes(view.nodes, query)
+            if s.node.key not in ctx.excluded_elements
+            and (editable_ok or not is_editable(s.node))
+            and not (is_editable(s.node) and not _field_is_empty(s.node))  # typed already
+            and not used(s.node)
+            and not (s.node.checkable and s.node.checked and "Radio" in s.node.cls)
+            and not s.node.selected  # the tab already shown
+            and not _is_system_nav(s.node)
+            and is_tappable(s.node, view.nodes)
+        ]
+        if navigating:
+            # The target is on another screen: a row that mentions every word of it
+            # ("Wi-Fi" in "Network & internet · Wi-Fi On") is the way there.
+            target = set(tokens(query))
+            for s in scores:
+                words = set(tokens(s.node.text + " " + s.node.content_desc))
+                if target and target <= words:
+                    s.keyword = max(s.keyword, 0.75)
+        ranked = _distinct(sorted(scores, key=lambda s: -s.total), view.nodes)
+        if not ranked or ranked[0].total < 0.3:
+            return None
+        second = ranked[1].total if len(ranked) > 1 else 0.0
+        return ranked[0].node, ranked[0].total, second
+
+    def _click_best(self, intent: Intent, view: ScreenView, ctx: StepContext,
+                    navigating: bool = False) -> _Choice:
+        best = self._best_unused(intent, view, ctx, exclude_text=intent.typed or "",
+                                 navigating=navigating)
+        if navigating and intent.kind == "toggle" and view.scrollables and (
+            best is None or best[1] < 0.6
+        ):
+            return self._scroll(view, ctx, f"'{intent.target}' is not on screen; the list scrolls.",
+                                sure=best is None and _list_of_kind(view, checkable=True))
+        if best is not None:
+            node, score, second = best
+            confidence = match_confidence(score, second)
+            if navigating:
+                confidence = min(confidence, 4.0)
+            label = _display_label(node, view.nodes)
+            # One generic word of a long request ("cart" in "add the Aurora headphones in
+            # white to the cart") is weak evidence however unique it is on screen.
+            target_text = intent.target.replace(intent.typed, " ") if intent.typed else intent.target
+            goal_words = set(tokens(target_text))
+            label_words = set(tokens(node_label(node, view.nodes)))
+            coverage = len(goal_words & label_words) / len(goal_words) if goal_words else 1.0
+            icon = not node.text and bool(node.content_desc)
+            if coverage == 0 or coverage < 0.15 or (icon and coverage < 0.25):
+                confidence = min(confidence, 3.0)
+            x, y = node.center
+            return _Choice(Action(CLICK, x=x, y=y, element=label or None), confidence,
+                           f"'{label}' matches the step '{intent.text}' best "
+                           f"(score {score:.2f}, runner-up {second:.2f}).", [node.key])
+        if view.scrollables:
+            return self._scroll(view, ctx, f"Nothing on screen matches '{intent.target}'.",
+                                sure=_list_of_kind(view, checkable=False))
+        success = _SUCCESS_RE.search(view.text)
+        if success:
+            return _Choice(Action(COMPLETE), 3.0,
+                           f"The screen says '{success.group(0)}'; the goal looks reached.")
+        return _Choice(Action(PRESS_BACK), 1.0,
+                       f"Nothing on this screen matches '{intent.target}'.")
+
+
+# --- helpers -----------------------------------------------------------------------
+
+
+def _inherit_apps(intents: list[Intent], ctx: StepContext) -> None:
+    """A sub-goal that names no app happens in the app the previous sub-goal named
+    ("Open Settings, then turn on Wi-Fi"); failing that, the app its words describe."""
+    previous: Intent | None = None
+    for intent in intents:
+        if not intent.app_named and previous is not None and previous.app_named:
+            intent.app, intent.app_named = previous.app, True
+        previous = intent
+
+
+def _current_sub_goal(intents: list[Intent], status: list[str]) -> int | None:
+    """The first unfinished sub-goal at or after the latest one with evidence of progress.
+
+    A toggle set (or found already set) on an earlier screen is no longer visible once the
+    agent moved on, so sub-goals before the latest one the history shows done — or an
+    app the screen shows open — count as done (D-PoT re-plans from the history).
+    """
+    progress = max(
+        (i for i, s in enumerate(status)
+         if s in ("seen", "typed", "more", "likely")
+         or (s == "done" and intents[i].kind == "open_app")),
+        default=-1,
+    )
+    for i, s in enumerate(status):
+        if i < progress:
+            continue
+        if s in ("todo", "typed", "more"):
+            return i
+    return None
+
+
+_MESSAGE_VERBS = frozenset(
+    "send text message say saying tell reply search find type enter write named call labell "
+    "label get show".split()
+)
+# Which confirmation finishes which request ("added to cart" does not finish "buy").
+_SUCCESS_FOR: dict[str, tuple[str, ...]] = {
+    "order": ("placed", "thank you", "confirmed", "on its way"),
+    "get": ("placed", "thank you", "confirmed", "on its way"),
+    "buy": ("paid", "purchased", "placed", "thank you", "confirmed"),
+    "checkout": ("paid", "purchased", "placed", "thank you"),
+    "send": ("sent",),
+    "add": ("added", "in your cart", "saved"),
+    "save": ("saved",),
+    "book": ("booked", "confirmed"),
+    "direction": ("navigating", "route started", "arriving"),
+}
+
+
+def _remaining_words(intent: Intent) -> list[str]:
+    typed = set(tokens(intent.typed or ""))
+    return [t for t in dict.fromkeys(tokens(intent.text))
+            if t not in typed and t not in _MESSAGE_VERBS]
+
+
+def _unseen_words(intent: Intent, view: ScreenView) -> list[str]:
+    # Only statements count: a "Directions" button invites the step, it does not show it done.
+    shown = set(tokens(" ".join(
+        n.text + " " + n.content_desc for n in view.nodes
+        if not (n.clickable or is_editable(n)) or n.checked
+    )))
+    app_words = set(tokens(intent.app.name)) if intent.app else set()
+    return [t for t in _remaining_words(intent) if t not in shown and t not in app_words]
+
+
+def _success_fits(success: str, intent: Intent) -> bool:
+    words = set(tokens(intent.text, keep_stopwords=True))
+    lowered = success.lower()
+    return any(
+        verb in words and any(p in lowered for p in phrases)
+        for verb, phrases in _SUCCESS_FOR.items()
+    )
+
+
+def _list_of_kind(view: ScreenView, *, checkable: bool) -> bool:
+    """A scrollable list with several entries of the kind sought (switches for a toggle,
+    clickable rows otherwise): the target is plausibly further down it."""
+    for lst in view.scrollables:
+        inside = [n for n in view.nodes if n.parent == lst.index]
+        kind = [n for n in inside if (n.checkable or any(
+            c.checkable for c in view.nodes if c.parent == n.index)) == checkable and (
+            n.clickable or n.checkable)]
+        if len(kind) >= 3:
+            return True
+    return False
+
+
+def _success_text(view: ScreenView) -> str:
+    """A confirmation the screen states in plain text ("Order placed", "Thank you!").
+
+    Buttons are not read: a "Done" button says nothing about what happened.
+    """
+    lists = [n for n in view.nodes if n.scrollable or "RecyclerView" in n.cls or "ListView" in n.cls]
+    for node in view.nodes:
+        if node.clickable or is_editable(node) or not node.text:
+            continue
+        if any(lst.contains(*node.center) for lst in lists):
+            continue  # a message or item in a list, not the screen's own statement
+        match = _SUCCESS_RE.search(node.text)
+        if match:
+            return match.group(0)
+    return ""
+
+
+_SUBMIT_WORDS = frozenset({"send", "search", "save", "ok", "post", "submit", "go", "apply", "confirm"})
+_NAV_DESCS = frozenset({"navigate up", "back", "home", "more options"})
+
+
+def _is_system_nav(node: UINode) -> bool:
+    """Back, Home and the toolbar's up arrow: ways out of a screen, never a task's target."""
+    return "systemui" in node.package or (node.content_desc or "").strip().lower() in _NAV_DESCS
+
+
+def _field_is_empty(node: UINode) -> bool:
+    # uiautomator shows an empty EditText's hint as its text.
+    hint = node.extra.get("hint")
+    return not node.text.strip() or (isinstance(hint, str) and node.text == hint)
+
+
+def _field_fits(node: UINode, intent: Intent) -> bool:
+    """The field's label fits what is typed: a search box for a search, a message body
+    for a message."""
+    words = set(tokens(node_label_text(node), keep_stopwords=True))
+    goal = set(tokens(intent.text, keep_stopwords=True))
+    if "search" in goal:
+        return "search" in words
+    if goal & {"message", "text", "say", "saying", "send", "tell", "reply"}:
+        return bool(words & {"message", "text", "body", "reply"})
+    if goal & {"label", "labell", "labelled", "labeled", "named", "titled"}:
+        return bool(words & {"label", "name", "title"})
+    return False
+
+
+def node_label_text(node: UINode) -> str:
+    hint = node.extra.get("hint")
+    return " ".join(p for p in (node.text, node.content_desc, node.resource_id.rsplit("/", 1)[-1],
+                                hint if isinstance(hint, str) else "") if p)
+
+
+def _display_label(node: UINode, nodes: list[UINode]) -> str:
+    """What a person calls the node: its text, else its row's caption, else its id."""
+    return node.text or node.content_desc or row_label(node, nodes) or node.label
+
+
+def _app_ok(intent: Intent, view: ScreenView) -> bool:
+    return intent.app is None or view.package == intent.app.package
+
+
+def _related(a: UINode, b: UINode, nodes: list[UINode]) -> bool:
+    """Same on-screen target: one contains the other's centre (a row and its label)."""
+    return a.contains(*b.center) or b.contains(*a.center)
+
+
+def _distinct(ranked: list[NodeScore], nodes: list[UINode]) -> list[NodeScore]:
+    """Drop scores of nodes that are the same target as a better one (row vs its text)."""
+    out: list[NodeScore] = []
+    for score in ranked:
+        if any(_related(score.node, kept.node, nodes) for kept in out):
+            continue
+        out.append(score)
+    return out
+
+
+def _rank_fields(fields: list[UINode], hint: str, nodes: list[UINode]) -> tuple[UINode, float, float]:
+    scored = sorted(
+        ((s.total, s.node) for s in score_nodes(nodes, hint) if s.node in fields),
+        key=lambda pair: -pair[0],
+    )
+    if not scored:
+        return fields[0], 0.0, 0.0
+    second = scored[1][0] if len(scored) > 1 else 0.0
+    return scored[0][1], scored[0][0], second
+
+
+def _named_option(group: ChoiceGroup, nodes: list[UINode], goal: str) -> tuple[UINode, float] | None:
+    """The option of ``group`` the goal names (exactly, or through a synonym), if one."""
+    goal_toks = set(tokens(goal, keep_stopwords=True))
+    hits: list[tuple[float, UINode]] = []
+    for option in group.options:
+        label = option.label or row_label(option, nodes)
+        # Option labels carry details in brackets ("Standard (free, 3–5 days)").
+        words = set(tokens(re.sub(r"\(.*?\)", " ", label), keep_stopwords=True))
+        if words and all(_word_named(w, goal_toks) for w in words):
+            hits.append((1.0, option))
+    if len(hits) == 1:
+        return hits[0][1], hits[0][0]
+    if len(hits) > 1:
+        # "large" and "extra large" both named: the longer label is the precise one.
+        hits.sort(key=lambda h: -len((h[1].label or "")))
+        return hits[0][1], 0.9
+    return None
+
+
+def _word_named(word: str, goal_tokens: set[str]) -> bool:
+    """``word`` occurs in the goal, allowing inflection ("cycle" names "Cycling")."""
+    if word in goal_tokens:
+        return True
+    return len(word) >= 4 and any(
+        len(g) >= 4 and g[:4] == word[:4] and abs(len(g) - len(word)) <= 3 for g in goal_tokens
+    )
+
+
+def _or_list(items: list[str]) -> str:
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " or " + items[-1]
+
+
+def _overlay_confidence(kind: str, button: UINode, buttons: list[UINode]) -> float:
+    """How sure the way out of an overlay is (OS-Kairos §3: environmental hijack).
+
+    An ad or pop-up the goal never mentions, with exactly one dismiss control, and an error
+    screen with a Retry: the way out is unambiguous and undoes nothing, so the agent acts.
+    A permission prompt is the user's privacy decision and an overlay with several ways
+    out is a guess: both go to a person.
+    """
+    label = button.label.strip().lower()
+    if kind == "error" and any(word in label.split() or label == word for word in _RETRY_WORDS):
+        return 4.0
+    if kind == "dialog":
+        dismissers = [b for b in buttons
+                      if any(b.label.strip().lower() == w or w in b.label.lower().split()
+                             for w in _DISMISS_WORDS)]
+        if len(dismissers) == 1:
+            return 4.0
+    return 2.0

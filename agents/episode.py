@@ -1,0 +1,184 @@
+"""A whole episode in memory, with a simulated operator: the evaluation runner.
+
+Pure Python: a device object, a backend and (optionally) the simulator's oracle. The
+product's own loop (Celery, tickets in the database) makes the same decisions through
+:mod:`agents.loop`; this runner exists so ``evaluate`` can run hundreds of episodes in
+parallel without a database, and labels every proposal right or wrong with the oracle.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from agents import loop
+from agents.backends.base import Backend, HistoryEntry, Proposal, StepContext
+from devices.actions import COMPLETE, IMPOSSIBLE, Action
+
+OPERATOR_ORACLE = "oracle"
+OPERATOR_NONE = "none"
+
+
+@dataclass
+class StepRecord:
+    index: int
+    proposed: dict[str, Any] | None
+    confidence: float | None
+    asked: bool
+    kind: str | None  # "intervention" | "clarification" | None
+    reason: str | None
+    needed: bool | None  # the proposed action is wrong (oracle label); None: unknown
+    executed: dict[str, Any] | None
+    by: str  # "agent" | "operator"
+    type_match: bool | None = None
+    action_match: bool | None = None
+
+
+@dataclass
+class EpisodeResult:
+    task: str
+    status: str  # succeeded | failed | aborted | waiting_operator | waiting_user
+    success: bool | None
+    steps: list[StepRecord] = field(default_factory=list)
+    interventions: int = 0
+    clarifications: int = 0
+    optimal_steps: int | None = None
+
+    @property
+    def actions_taken(self) -> int:
+        return sum(1 for step in self.steps if step.executed is not None)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["actions_taken"] = self.actions_taken
+        return data
+
+
+@dataclass
+class EpisodeMemory:
+    """Everything the agent remembers between steps (RecAgent's memory of every step)."""
+
+    instruction: str
+    history: list[HistoryEntry] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
+    asked: list[str] = field(default_factory=list)
+    excluded: set[str] = field(default_factory=set)
+
+    def context(self, observation: Any, apps: tuple = (), references: list[str] | None = None
+                ) -> StepContext:
+        return StepContext(
+            instruction=self.instruction, observation=observation, history=list(self.history),
+            answers=list(self.answers), excluded_elements=set(self.excluded), apps=apps,
+            references=list(references or []), asked=list(self.asked),
+            step_index=len(self.history),
+        )
+
+
+def _safe_propose(backend: Backend, ctx: StepContext) -> Proposal:
+    try:
+        return backend.propose(ctx)
+    except Exception as exc:  # a backend bug must become a ticket, not end the episode
+        return Proposal(action=None, error=f"backend failed: {exc!r}")
+
+
+def run_episode(
+    device: Any,
+    backend: Backend,
+    task: Any,
+    *,
+    threshold: float,
+    operator: str = OPERATOR_ORACLE,
+    max_steps: int = 30,
+    oracle: Any = None,
+) -> EpisodeResult:
+    """Run one suite task from a fresh device state until COMPLETE/IMPOSSIBLE/max steps.
+
+    ``operator="oracle"`` resolves tickets as a person would with perfect knowledge
+    (approve a right proposal, edit a wrong one with the oracle's action) and answers
+    clarifications with the task's hidden preference; ``"none"`` stops at the first ticket.
+    """
+    from devices.sim import Oracle  # the simulator is the only device with an oracle
+
+    device.reset(task)
+    oracle = oracle or Oracle(device, task)
+    result = EpisodeResult(task=task.id, status="failed", success=None)
+    try:
+        result.optimal_steps = oracle.distance(device.snapshot())
+    except Exception:
+        result.optimal_steps = None
+    memory = EpisodeMemory(instruction=task.instruction)
+    apps = device.info.apps
+    record_index = 0
+    # Clarifications do not consume steps, but a backend that keeps asking is bounded.
+    budget = max_steps * 2
+    while result.actions_taken < max_steps and budget > 0:
+        budget -= 1
+        observation = device.observe()
+        ctx = memory.context(observation, apps)
+        proposal = _safe_propose(backend, ctx)
+        decision = loop.decide(proposal, ctx, threshold)
+        state = device.snapshot()
+
+        if decision.outcome == loop.CLARIFY:
+            result.clarifications += 1
+            result.steps.append(StepRecord(
+                index=record_index, proposed=None, confidence=proposal.confidence, asked=True,
+                kind="clarification", reason=decision.reason, needed=None, executed=None,
+                by="operator",
+            ))
+            record_index += 1
+            if operator != OPERATOR_ORACLE:
+                result.status = "waiting_user"
+                return result
+            memory.asked.append(decision.question)
+            memory.answers.append(oracle.answer(decision.question))
+            continue
+
+        proposed = decision.action or proposal.action
+        needed = True if proposed is None else not oracle.judge(state, proposed)
+        asked = decision.outcome == loop.TICKET
+        by = "agent"
+        action = decision.action
+        if asked:
+            result.interventions += 1
+            if operator != OPERATOR_ORACLE:
+                result.steps.append(StepRecord(
+                    index=record_index, proposed=proposed.to_json() if proposed else None,
+                    confidence=proposal.confidence, asked=True, kind="intervention",
+                    reason=decision.reason, needed=needed, executed=None, by="agent",
+                ))
+                result.status = "waiting_operator"
+                return result
+            if proposed is not None and not needed:
+                action = proposed  # approve
+            else:
+                choices = oracle.next_actions(state)
+                action = choices[0] if choices else Action(IMPOSSIBLE)
+                by = "operator"  # edit
+        assert action is not None
+        # Type (OS-Kairos App. C.3): a wrong proposal may still have the right action type;
+        # an asked step carries the person's action (C.4), so it matches like SR does.
+        type_match = (not needed) or asked or (proposed is not None and proposed.type in {
+            a.type for a in oracle.next_actions(state)})
+        result.steps.append(StepRecord(
+            index=record_index, proposed=proposed.to_json() if proposed else None,
+            confidence=proposal.confidence, asked=asked,
+            kind="intervention" if asked else None, reason=decision.reason if asked else None,
+            needed=needed, executed=action.to_json(), by=by, type_match=type_match,
+        ))
+        record_index += 1
+        if action.type in (COMPLETE, IMPOSSIBLE):
+            break
+        target = loop.target_node(action, observation.nodes)
+        outcome = device.perform(action)
+        loop.reflect(action, outcome.changed, target, memory.excluded)
+        memory.history.append(
+            loop.history_entry(len(memory.history) + 1, action, by, outcome.changed, target)
+        )
+
+    result.success = bool(device.check(task)) if getattr(task, "has_predicate", False) else None
+    last = result.steps[-1].executed if result.steps else None
+    if last and last.get("type") == IMPOSSIBLE and not result.success:
+        result.status = "failed"
+    else:
+        result.status = "succeeded" if result.success else "failed"
+    return result

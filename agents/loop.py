@@ -1,0 +1,190 @@
+"""The confidence-gated step, as pure functions shared by every driver of an episode.
+
+The Celery step task (``agents/tasks.py`` → ``agents/services.py``), ``run_task`` and the
+evaluation runner (``agents/episode.py``) all go through :func:`decide` and
+:func:`reflect`, so the gate, the guards and retrospection behave the same everywhere.
+
+Order of checks (DESIGN "Data flow of one step"): model error → parse failure →
+toggle-state check → sensitive action → repeated failure → clarification → gate.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from agents.backends.base import HistoryEntry, Proposal, StepContext
+from devices.actions import (
+    CLICK, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
+)
+from devices.uitree import UINode, node_at
+
+# Ticket reasons (mirrors agents.models.TicketReason; kept here so the core has no Django).
+LOW_CONFIDENCE = "low_confidence"
+SENSITIVE_ACTION = "sensitive_action"
+PARSE_ERROR = "parse_error"
+REPEATED_FAILURE = "repeated_failure"
+MODEL_ERROR = "model_error"
+DEVICE_ERROR = "device_error"
+AMBIGUOUS_INTENT = "ambiguous_intent"
+
+EXECUTE = "execute"
+TICKET = "ticket"
+CLARIFY = "clarify"
+
+# A tap on one of these asks a person whatever the confidence: money leaves, data is
+# destroyed or a message goes out, none of which an operator can undo.
+SENSITIVE_PATTERN = re.compile(
+    r"\b(pay|pay now|buy|buy now|purchase|delete|send|confirm payment)\b", re.IGNORECASE
+)
+# Labels of controls that retry a failed load; see is_patient.
+PATIENT_LABEL = re.compile(r"\b(retry|try again|reload|refresh)\b", re.IGNORECASE)
+PATIENT_REPEATS = 3
+TURN_ON = re.compile(r"\b(turn on|switch on|enable|activate|start)\b", re.IGNORECASE)
+TURN_OFF = re.compile(r"\b(turn off|switch off|disable|deactivate|stop)\b", re.IGNORECASE)
+
+
+@dataclass
+class Decision:
+    """What the gate decided for one proposal."""
+
+    outcome: str  # EXECUTE | TICKET | CLARIFY
+    action: Action | None = None
+    reason: str | None = None
+    note: str = ""
+    question: str = ""
+    options: list[str] = field(default_factory=list)
+    target: UINode | None = None  # the element the action lands on, if any
+
+
+def target_node(action: Action | None, nodes: list[UINode]) -> UINode | None:
+    if action is None or action.type not in POINT_TYPES:
+        return None
+    assert action.x is not None and action.y is not None
+    return node_at(nodes, action.x, action.y, clickable_only=True) or node_at(
+        nodes, action.x, action.y
+    )
+
+
+def is_sensitive(action: Action | None, nodes: list[UINode]) -> bool:
+    node = target_node(action, nodes)
+    if node is None:
+        return False
+    label = " ".join(part for part in (node.text, node.content_desc) if part)
+    return bool(SENSITIVE_PATTERN.search(label))
+
+
+def toggle_already_in_state(action: Action | None, goal: str, nodes: list[UINode]) -> UINode | None:
+    """StaR (Fig. 12): a click on a switch already in the state the goal asks for.
+
+    Returns the switch when the goal names it with one direction (on/off) only and the
+    switch already shows that state; clicking it would undo what the user wants.
+    """
+    node = target_node(action, nodes)
+    if node is None or not node.checkable or action is None or action.type != CLICK:
+        return None
+    label = (node.text or node.content_desc).lower()
+    if not label or label not in goal.lower():
+        return None
+    wants_on, wants_off = bool(TURN_ON.search(goal)), bool(TURN_OFF.search(goal))
+    if wants_on == wants_off:  # neither, or a composite goal naming both: no verdict
+        return None
+    return node if node.checked == wants_on else None
+
+
+def is_patient(action: Action | None, target: UINode | None) -> bool:
+    """Waiting, or retrying a failed load: repeating these is how they work."""
+    if action is None:
+        return False
+    return action.type == WAIT or bool(
+        target is not None and action.type in POINT_TYPES and PATIENT_LABEL.search(target.label))
+
+
+def repeated_without_change(action: Action | None, history: list[HistoryEntry],
+                            patient: bool = False) -> bool:
+    """The same action again after it left the screen unchanged.
+
+    Once is enough for most actions; waiting and retrying get ``PATIENT_REPEATS`` tries
+    (a loading screen or a flaky network can take a few), and then a person is asked.
+    """
+    if action is None:
+        return False
+    repeats = 0
+    for entry in reversed(history):
+        previous = validate_action(entry.action)
+        if entry.screen_changed or not isinstance(previous, Action) or not previous.same_as(action):
+            break
+        repeats += 1
+    return repeats >= (PATIENT_REPEATS if patient else 1)
+
+
+def decide(proposal: Proposal, ctx: StepContext, threshold: float) -> Decision:
+    """Apply the guards and the confidence gate (OS-Kairos 4.2, Eq. 4) to one proposal."""
+    nodes = ctx.observation.nodes
+    if proposal.model_error:
+        return Decision(TICKET, reason=MODEL_ERROR, note=proposal.model_error)
+    if proposal.clarification is not None and proposal.action is None:
+        if proposal.clarification.question in ctx.asked:
+            return Decision(
+                TICKET, reason=AMBIGUOUS_INTENT,
+                note="the agent asked the same question again; a person should decide",
+                question=proposal.clarification.question,
+            )
+        return Decision(
+            CLARIFY, reason=AMBIGUOUS_INTENT, question=proposal.clarification.question,
+            options=list(proposal.clarification.options),
+        )
+    if proposal.error or proposal.action is None:
+        return Decision(TICKET, reason=PARSE_ERROR, note=proposal.error or "no action proposed")
+    checked = validate_action(proposal.action, (ctx.observation.width, ctx.observation.height))
+    if isinstance(checked, ActionError):
+        return Decision(TICKET, reason=PARSE_ERROR, note=checked.message)
+    action = checked
+    target = target_node(action, nodes)
+    switch = toggle_already_in_state(action, ctx.goal, nodes)
+    if switch is not None:
+        state = "on" if switch.checked else "off"
+        return Decision(
+            TICKET, action=action, reason=LOW_CONFIDENCE, target=target,
+            note=f"'{switch.label}' is already {state}; clicking would undo it",
+        )
+    if action.type in (CLICK, LONG_CLICK) and is_sensitive(action, nodes):
+        return Decision(
+            TICKET, action=action, reason=SENSITIVE_ACTION, target=target,
+            note=f"'{target.label if target else action.describe()}' cannot be undone",
+        )
+    if repeated_without_change(action, ctx.history, is_patient(action, target)):
+        return Decision(
+            TICKET, action=action, reason=REPEATED_FAILURE, target=target,
+            note="the same action did not change the screen last time",
+        )
+    confidence = proposal.confidence if proposal.confidence is not None else 0.0
+    if confidence < threshold:
+        return Decision(
+            TICKET, action=action, reason=LOW_CONFIDENCE, target=target,
+            note=f"confidence {confidence:g} is below the threshold {threshold:g}",
+        )
+    return Decision(EXECUTE, action=action, target=target)
+
+
+def reflect(action: Action, changed: bool, target: UINode | None, excluded: set[str]) -> bool:
+    """Retrospection (RecAgent 3.5): an element whose tap changed nothing is excluded.
+
+    The next proposal then sees the element list without it, which bounds the retries:
+    each element fails at most once, and the repeated-failure guard stops the rest.
+    Returns True when the element was newly excluded.
+    """
+    if changed or target is None or action.type not in POINT_TYPES or target.key in excluded:
+        return False
+    if is_patient(action, target):
+        return False  # a Retry that failed once is still the way out of an error screen
+    excluded.add(target.key)
+    return True
+
+
+def history_entry(index: int, action: Action, by: str, changed: bool,
+                  target: UINode | None = None) -> HistoryEntry:
+    summary = action.describe()
+    if target is not None and target.label and action.type in POINT_TYPES:
+        summary = f"{action.type} '{target.label}'"
+    return HistoryEntry(index=index, action=action.to_json(), by=by, summary=summary,
+                        screen_changed=changed)

@@ -1,0 +1,55 @@
+"""Measure this installation (CONTRACT ``bench``): prints one JSON object."""
+from __future__ import annotations
+
+import json
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+
+BENCHES = ("observe", "loop", "tickets", "stream", "tokens")
+
+
+class Command(BaseCommand):
+    help = "Benchmarks: observe, loop, tickets, stream (--viewers N), tokens."
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", choices=BENCHES)
+        parser.add_argument("--json", action="store_true", help="one JSON object only")
+        parser.add_argument("--viewers", type=int, default=1, help="stream: number of viewers")
+        parser.add_argument("--samples", type=int, default=None, help="how many measurements")
+
+    def handle(self, *args, name: str, **opts):
+        result = self._run(name, opts)
+        result.setdefault("database", connection.vendor)
+        result.setdefault("channel_layer",
+                          settings.CHANNEL_LAYERS["default"]["BACKEND"].rsplit(".", 1)[-1])
+        if opts["json"]:
+            self.stdout.write(json.dumps(result))
+        else:
+            for key, value in result.items():
+                self.stdout.write(f"{key:>28}: {value}")
+
+    def _run(self, name: str, opts) -> dict:
+        samples = opts["samples"]
+        if name == "observe":
+            from devices.sim.bench import bench_observe
+
+            return {"bench": "observe", **bench_observe(**({"samples": samples} if samples else {}))}
+        if name == "loop":
+            from agents.bench import bench_loop
+
+            return bench_loop(**({"steps": samples} if samples else {}))
+        if name == "tokens":
+            from agents.bench_tokens import bench_tokens
+
+            return bench_tokens()
+        if name in ("tickets", "stream"):
+            from devices import bench_stream
+
+            if name == "tickets":
+                return bench_stream.bench_tickets(**({"samples": samples} if samples else {}))
+            if opts["viewers"] < 1:
+                raise CommandError("--viewers must be at least 1")
+            return bench_stream.bench_stream(viewers=opts["viewers"])
+        raise CommandError(f"unknown benchmark '{name}'")

@@ -1,0 +1,147 @@
+"""Fit a confidence calibration from this installation's labelled steps (docs/models.md).
+
+    calibrate [--backend NAME] [--model M] [--estimator E] [--suite NAME ...]
+              [--no-history] [--method isotonic|binned] [--target 0.95]
+              [--out var/calibration.json] [--min-pairs 20] [--json]
+
+Pairs come from resolved intervention tickets (approve → right, edit/take over → wrong)
+and, with ``--suite``, from episodes of ``--backend`` on simulated suites at γ = 0 labelled
+by the oracle (``agents.calibration``). The calibration is written as JSON for
+``KAIROS_LLM_CALIBRATION``; the reliability table and the suggested γ are printed.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from agents import calibration as data
+from agents.confidence import autonomy_precision, fit_calibration, reliability_table
+
+WARN_BELOW = 50
+
+
+class Command(BaseCommand):
+    help = ("Fit raw confidence → P(right) from resolved tickets (and, with --suite, oracle-"
+            "labelled simulated episodes); write the calibration JSON and suggest γ.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("--backend", help="only this backend's steps; with --suite, the "
+                            "backend to evaluate")
+        parser.add_argument("--model", help="only steps proposed by this model")
+        parser.add_argument("--estimator", help="only steps scored by this confidence estimator")
+        parser.add_argument("--suite", action="append", default=[], metavar="NAME",
+                            help="also run --backend on this simulated suite at γ=0 with the "
+                            "oracle labelling every step (repeatable)")
+        parser.add_argument("--no-history", action="store_true",
+                            help="ignore the tickets in the database (use --suite runs only)")
+        parser.add_argument("--max-steps", type=int, default=30, help="per evaluation episode")
+        parser.add_argument("--method", choices=("isotonic", "binned"), default="isotonic")
+        parser.add_argument("--target", type=float, default=0.95,
+                            help="autonomy precision γ must reach (default 0.95)")
+        parser.add_argument("--out", help="where to write the JSON (default var/calibration.json)")
+        parser.add_argument("--min-pairs", type=int, default=20,
+                            help="refuse to fit on fewer labelled steps (default 20)")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args, **opts):
+        if not 0 < opts["target"] < 1:
+            raise CommandError("--target must be between 0 and 1 (an autonomy precision)")
+        if opts["suite"] and not opts["backend"]:
+            raise CommandError("--suite needs --backend: the backend whose scores to label")
+        if opts["no_history"] and not opts["suite"]:
+            raise CommandError("--no-history leaves nothing to fit on without --suite")
+        if opts["max_steps"] < 1:
+            raise CommandError("--max-steps must be at least 1")
+
+        pairs: list[data.LabelledPair] = []
+        if not opts["no_history"]:
+            pairs.extend(data.ticket_pairs(backend=opts["backend"], model=opts["model"],
+                                           estimator=opts["estimator"]))
+        episodes = 0
+        if opts["suite"]:
+            from devices.sim import SimLoadError
+            from agents.backends import UnknownBackend
+
+            try:
+                run = data.evaluation_pairs(opts["suite"], opts["backend"],
+                                            max_steps=opts["max_steps"])
+            except (SimLoadError, UnknownBackend, KeyError, ValueError) as exc:
+                raise CommandError(str(exc)) from None
+            episodes = run.episodes
+            pairs.extend(p for p in run.pairs
+                         if (not opts["model"] or p.group.model == opts["model"])
+                         and (not opts["estimator"] or p.group.estimator == opts["estimator"]))
+
+        groups = data.group_counts(pairs)
+        if len(groups) > 1:
+            listing = "; ".join(f"{g.describe()}: {n} steps" for g, n in
+                                sorted(groups.items(), key=lambda item: -item[1]))
+            raise CommandError(
+                "the labelled steps come from more than one backend/model/estimator, and a "
+                f"calibration belongs to one ({listing}); pick one with --backend, --model "
+                "or --estimator")
+        if len(pairs) < opts["min_pairs"]:
+            raise CommandError(
+                f"too little data: {len(pairs)} labelled steps with a score (at least "
+                f"{opts['min_pairs']} needed, ~{WARN_BELOW}+ advisable). Resolve more intervention "
+                "tickets, or add oracle-labelled runs with --suite NAME --backend NAME "
+                "(or lower --min-pairs)")
+        group = next(iter(groups))
+        raw = [(p.score, p.right) for p in pairs]
+        calibration = fit_calibration(raw, method=opts["method"],
+                                      estimator=group.estimator or group.backend,
+                                      target_autonomy_precision=opts["target"])
+        sources = {source: sum(1 for p in pairs if p.source == source)
+                   for source in (data.SOURCE_TICKETS, data.SOURCE_EVALUATION)}
+        calibration.extra = {
+            "backend": group.backend, "model": group.model, "estimator": group.estimator,
+            "sources": sources, "suites": list(opts["suite"]), "episodes": episodes,
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        out = Path(opts["out"]) if opts["out"] else Path(settings.VAR_DIR) / "calibration.json"
+        try:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(calibration.to_json(), indent=2) + "\n")
+        except OSError as exc:
+            raise CommandError(f"cannot write {out}: {exc}") from None
+
+        table = reliability_table(raw, calibration)
+        for row in table:
+            row["calibrated"] = round(calibration.confidence(row["score"]), 3)
+        calibrated_pairs = [(calibration.confidence(s), r) for s, r in raw]
+        precision, acting = (autonomy_precision(calibrated_pairs, calibration.threshold)
+                             if calibration.threshold is not None else (None, 0))
+        if opts["json"]:
+            self.stdout.write(json.dumps({
+                "out": str(out), "pairs": len(pairs), "group": calibration.extra,
+                "calibration": calibration.to_json(), "reliability": table,
+                "threshold": calibration.threshold, "autonomy_precision": precision,
+                "acting_alone": acting,
+            }))
+            return
+        if len(pairs) < WARN_BELOW:
+            self.stderr.write(f"warning: only {len(pairs)} labelled steps; the fit is rough "
+                              f"below ~{WARN_BELOW}")
+        self.stdout.write(f"{group.describe()}: {len(pairs)} labelled steps "
+                          f"({sources['tickets']} from tickets, {sources['evaluation']} from "
+                          f"{episodes} oracle-labelled episodes); method {opts['method']}")
+        self.stdout.write(f"{'raw score':>10} {'steps':>6} {'right':>6} {'P(right)':>9} "
+                          f"{'calibrated':>11}")
+        for row in table:
+            self.stdout.write(f"{row['score']:>10g} {row['steps']:>6d} {row['accuracy']:>6.0%} "
+                              f"{row['predicted']:>9.3f} {row['calibrated']:>11.3f}")
+        if calibration.threshold is None:
+            self.stdout.write(
+                f"no γ reaches autonomy precision {opts['target']:g} on this history: keep "
+                "asking at every step, or lower --target")
+        else:
+            self.stdout.write(
+                f"suggested γ = {calibration.threshold:.3f} (calibrated scale): the {acting} "
+                f"steps at or above it were right {precision:.1%} of the time "
+                f"(target {opts['target']:g})")
+        self.stdout.write(f"wrote {out}; the openai backend uses it with "
+                          f"KAIROS_LLM_CALIBRATION={out}")

@@ -1,0 +1,72 @@
+"""Run a simulated suite at several thresholds with the oracle operator (CONTRACT)."""
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from agents.evaluation import evaluate_suite, format_table
+from agents.plot import gamma_plot_svg
+
+
+def parse_thresholds(text: str) -> list[float]:
+    try:
+        values = [float(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise CommandError(f"--thresholds must be numbers separated by commas, not '{text}'")
+    if not values or any(not 0 <= v <= 5 for v in values):
+        raise CommandError("--thresholds must be between 0 and 5")
+    return values
+
+
+class ProgressBar:
+    """A one-line progress bar on a terminal; silent when stderr is not a terminal."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.enabled = stream.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        if not self.enabled:
+            return
+        width = 30
+        filled = int(width * done / max(total, 1))
+        self.stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} episodes")
+        if done == total:
+            self.stream.write("\n")
+        self.stream.flush()
+
+
+class Command(BaseCommand):
+    help = "Evaluate a backend on a simulated suite across thresholds γ."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--suite", required=True, help="suite file or bundled suite name")
+        parser.add_argument("--backend", default="heuristic")
+        parser.add_argument("--thresholds", default="0,1,2,3,4,5")
+        parser.add_argument("--operator", choices=("oracle",), default="oracle")
+        parser.add_argument("--jobs", type=int, default=1)
+        parser.add_argument("--max-steps", type=int, default=30)
+        parser.add_argument("--json", dest="json_out", help="write the JSON result to this file")
+        parser.add_argument("--plot", help="write an SVG of TSR and interventions against γ")
+
+    def handle(self, *args, **opts):
+        from devices.sim import SimLoadError
+
+        thresholds = parse_thresholds(opts["thresholds"])
+        if opts["jobs"] < 1:
+            raise CommandError("--jobs must be at least 1")
+        try:
+            result = evaluate_suite(opts["suite"], opts["backend"], thresholds,
+                                    operator=opts["operator"], jobs=opts["jobs"],
+                                    max_steps=opts["max_steps"], progress=ProgressBar())
+        except (SimLoadError, LookupError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(format_table(result))
+        if opts["json_out"]:
+            with open(opts["json_out"], "w") as handle:
+                json.dump(result, handle, indent=2)
+        if opts["plot"]:
+            with open(opts["plot"], "w") as handle:
+                handle.write(gamma_plot_svg(result))

@@ -1,0 +1,111 @@
+"""One episode in the foreground, no server needed (CONTRACT ``run_task``)."""
+from __future__ import annotations
+
+import json
+from collections import deque
+
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+
+from agents import services
+from agents.models import StepStatus, TaskStatus, TicketStatus
+from devices.host import LocalDeviceClient, build_sim_host, set_device_client
+from devices.models import Device, DeviceKind
+
+
+class Command(BaseCommand):
+    help = ("Run one task to the end in this process: --suite PATH --task ID, or an "
+            "instruction with --device sim.")
+
+    def add_arguments(self, parser):
+        parser.add_argument("instruction", nargs="?", help="a free-form instruction")
+        parser.add_argument("--suite", help="a suite file or the name of a bundled suite")
+        parser.add_argument("--task", help="the id of a task in the suite")
+        parser.add_argument("--device", default="sim", help="simulated phone name (default: sim)")
+        parser.add_argument("--threshold", type=float, default=None, help="γ, 0–5")
+        parser.add_argument("--backend", default=None, help="heuristic | openai | oracle")
+        parser.add_argument("--operator", choices=("oracle", "none"), default="none",
+                            help="who resolves tickets: the simulator's oracle, or nobody")
+        parser.add_argument("--max-steps", type=int, default=None)
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args, **opts):
+        from devices.sim import SimLoadError, find_suite
+
+        instruction, suite_name, task_id = opts["instruction"], opts["suite"], opts["task"]
+        if bool(suite_name) != bool(task_id):
+            raise CommandError("--suite and --task go together")
+        if not suite_name and not instruction:
+            raise CommandError("give an instruction, or --suite and --task")
+        suite_task = None
+        if suite_name:
+            try:
+                suite_task = find_suite(suite_name).task(task_id)
+            except (SimLoadError, KeyError, LookupError) as exc:
+                raise CommandError(str(exc).strip("'\"")) from None
+            instruction = suite_task.instruction
+        if opts["operator"] == "oracle" and suite_task is None:
+            raise CommandError("--operator oracle needs --suite and --task")
+
+        call_command("migrate", verbosity=0, interactive=False)
+        host = build_sim_host([opts["device"]])
+        previous_client = set_device_client(LocalDeviceClient(host))
+        pending: deque[tuple[str, int]] = deque()
+        previous_scheduler = services.set_step_scheduler(
+            lambda tid, index: pending.append((tid, index)))
+        try:
+            task = self._run(opts, instruction, suite_name, task_id, host, pending)
+        except services.ServiceError as exc:
+            raise CommandError(exc.detail) from None
+        finally:
+            services.set_step_scheduler(previous_scheduler)
+            set_device_client(previous_client)
+        self._report(task, task_id, opts["json"])
+
+    def _run(self, opts, instruction, suite_name, task_id, host, pending):
+        user_model = get_user_model()
+        owner, _ = user_model.objects.get_or_create(username="run_task")
+        phone = host.device(opts["device"])
+        device, _ = Device.objects.update_or_create(name=opts["device"], defaults={
+            "kind": DeviceKind.SIM, "width": phone.info.width, "height": phone.info.height})
+        task = services.create_task(
+            owner, device, instruction, threshold=opts["threshold"], backend=opts["backend"],
+            suite=suite_name or "", suite_task=task_id or "", max_steps=opts["max_steps"],
+        )
+        oracle_user, _ = user_model.objects.get_or_create(username="oracle-operator")
+        while True:
+            while pending:
+                services.run_step(*pending.popleft())
+            task.refresh_from_db()
+            if task.status not in (TaskStatus.WAITING_OPERATOR, TaskStatus.WAITING_USER):
+                break
+            ticket = task.tickets.filter(status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED)
+                                         ).select_related("step", "task__device").first()
+            if opts["operator"] != "oracle" or ticket is None:
+                break
+            services.resolve_with_oracle(ticket, oracle_user)
+        return task
+
+    def _report(self, task, task_id, as_json: bool) -> None:
+        steps = task.steps.filter(status=StepStatus.DONE).exclude(executed_action=None)
+        actions = [dict(step.executed_action, by=step.decided_by,
+                        confidence=step.confidence if step.decided_by == "agent" else None)
+                   for step in steps.order_by("index")]
+        result = {
+            "task": task_id or str(task.id), "status": task.status, "success": task.success,
+            "steps": len(actions), "interventions": task.interventions,
+            "clarifications": task.clarifications, "actions": actions,
+        }
+        if as_json:
+            self.stdout.write(json.dumps(result))
+            return
+        self.stdout.write(f"{task.instruction}\n")
+        for n, action in enumerate(actions, start=1):
+            conf = action.get("confidence")
+            who = action["by"] + (f", confidence {conf:g}" if conf is not None else "")
+            fields = {k: v for k, v in action.items() if k not in ("by", "confidence")}
+            self.stdout.write(f"  {n:>2}. {fields}  ({who})")
+        self.stdout.write(
+            f"status: {task.status}  success: {task.success}  steps: {len(actions)}  "
+            f"interventions: {task.interventions}  clarifications: {task.clarifications}")

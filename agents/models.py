@@ -1,0 +1,263 @@
+"""Tasks, steps, tickets, chat messages and training records.
+
+Every status is a TextChoices field and every transition is a conditional UPDATE made in
+``agents/services.py``, so a race has exactly one winner and a redelivered Celery task
+does nothing twice.
+"""
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class TaskStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    WAITING_OPERATOR = "waiting_operator", "Waiting for an operator"
+    WAITING_USER = "waiting_user", "Waiting for your answer"
+    TAKEN_OVER = "taken_over", "Operator in control"
+    SUCCEEDED = "succeeded", "Succeeded"
+    FAILED = "failed", "Failed"
+    ABORTED = "aborted", "Aborted"
+
+
+ACTIVE_TASK_STATUSES = (
+    TaskStatus.QUEUED, TaskStatus.RUNNING, TaskStatus.WAITING_OPERATOR,
+    TaskStatus.WAITING_USER, TaskStatus.TAKEN_OVER,
+)
+FINISHED_TASK_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.ABORTED)
+
+
+class Task(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    instruction = models.TextField()
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tasks"
+    )
+    device = models.ForeignKey("devices.Device", on_delete=models.PROTECT, related_name="tasks")
+    threshold = models.FloatField()
+    status = models.CharField(max_length=20, choices=TaskStatus.choices, default=TaskStatus.QUEUED)
+    max_steps = models.PositiveIntegerField(default=30)
+    backend = models.CharField(max_length=32, default="heuristic")
+    # For suite tasks: success is the suite predicate on the final device state.
+    suite = models.CharField(max_length=255, blank=True)
+    suite_task = models.CharField(max_length=128, blank=True)
+    success = models.BooleanField(null=True, blank=True)
+    # The index of the next step to run: the idempotency key of the step Celery task.
+    cursor = models.PositiveIntegerField(default=0)
+    answers = models.JSONField(default=list, blank=True)  # RecAgent Eq. 6 refined goal
+    asked = models.JSONField(default=list, blank=True)  # questions already asked
+    excluded_elements = models.JSONField(default=list, blank=True)  # RecAgent 3.5
+    interventions = models.PositiveIntegerField(default=0)
+    clarifications = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.instruction[:60]} ({self.status})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_TASK_STATUSES
+
+    @property
+    def goal(self) -> str:
+        if not self.answers:
+            return self.instruction
+        return self.instruction + " (" + "; ".join(self.answers) + ")"
+
+
+class StepStatus(models.TextChoices):
+    PROPOSED = "proposed", "Proposed, about to run"
+    WAITING = "waiting", "Waiting for a person"
+    READY = "ready", "Decided, about to run"
+    EXECUTING = "executing", "Executing"
+    DONE = "done", "Done"
+    ANSWERED = "answered", "Clarified (no action)"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class DecidedBy(models.TextChoices):
+    AGENT = "agent", "Agent"
+    OPERATOR = "operator", "Operator"
+
+
+class Step(models.Model):
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField()
+    status = models.CharField(max_length=12, choices=StepStatus.choices,
+                              default=StepStatus.PROPOSED)
+    screenshot = models.FileField(upload_to="steps/%Y/%m/%d/", blank=True)
+    screen_width = models.PositiveIntegerField(default=0)
+    screen_height = models.PositiveIntegerField(default=0)
+    frame = models.PositiveIntegerField(default=0)
+    app = models.CharField(max_length=128, blank=True)
+    ui_nodes = models.JSONField(default=list, blank=True)
+    candidates = models.JSONField(default=list, blank=True)  # recommended element keys
+    plan = models.JSONField(default=list, blank=True)
+    current_step = models.TextField(blank=True)
+    thought = models.TextField(blank=True)
+    raw_output = models.TextField(blank=True)
+    proposed_action = models.JSONField(null=True, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    executed_action = models.JSONField(null=True, blank=True)
+    decided_by = models.CharField(max_length=10, choices=DecidedBy.choices,
+                                  default=DecidedBy.AGENT)
+    summary = models.CharField(max_length=255, blank=True)  # "CLICK 'Wi-Fi'", for histories
+    outcome = models.CharField(max_length=255, blank=True)  # changed | unchanged | error: …
+    screen_changed = models.BooleanField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    # The backend's Proposal.extra: model, estimator and the *uncalibrated* score
+    # (raw_confidence) that ``calibrate`` fits on, token source, calls, notes.
+    extra = models.JSONField(default=dict, blank=True)
+    observe_ms = models.FloatField(default=0)
+    decide_ms = models.FloatField(default=0)
+    execute_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    executed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["task", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["task", "index"], name="unique_step_index"),
+        ]
+
+    def __str__(self) -> str:
+        return f"step {self.index} of {self.task_id}"
+
+
+class TicketKind(models.TextChoices):
+    INTERVENTION = "intervention", "Intervention"
+    CLARIFICATION = "clarification", "Clarification"
+
+
+class TicketReason(models.TextChoices):
+    LOW_CONFIDENCE = "low_confidence", "Low confidence"
+    SENSITIVE_ACTION = "sensitive_action", "Sensitive action"
+    PARSE_ERROR = "parse_error", "Unparseable action"
+    REPEATED_FAILURE = "repeated_failure", "Repeated failure"
+    MODEL_ERROR = "model_error", "Model error"
+    DEVICE_ERROR = "device_error", "Device error"
+    AMBIGUOUS_INTENT = "ambiguous_intent", "Ambiguous intent"
+
+
+class TicketStatus(models.TextChoices):
+    OPEN = "open", "Open"
+    CLAIMED = "claimed", "Claimed"
+    RESOLVED = "resolved", "Resolved"
+    EXPIRED = "expired", "Expired"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class Decision(models.TextChoices):
+    APPROVE = "approve", "Approve"
+    EDIT = "edit", "Edit"
+    TAKEOVER = "takeover", "Take over"
+    ANSWER = "answer", "Answer"
+    ABORT = "abort", "Abort"
+
+
+class Ticket(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    kind = models.CharField(max_length=16, choices=TicketKind.choices)
+    reason = models.CharField(max_length=20, choices=TicketReason.choices)
+    status = models.CharField(max_length=10, choices=TicketStatus.choices,
+                              default=TicketStatus.OPEN)
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="tickets")
+    step = models.ForeignKey(Step, on_delete=models.CASCADE, related_name="tickets",
+                             null=True, blank=True)
+    note = models.TextField(blank=True)  # why it was raised, in words
+    question = models.TextField(blank=True)
+    options = models.JSONField(default=list, blank=True)
+    escalated = models.BooleanField(default=False)  # clarification handed to operators
+    assignee = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="claimed_tickets",
+    )
+    decision = models.CharField(max_length=10, choices=Decision.choices, blank=True)
+    human_action = models.JSONField(null=True, blank=True)
+    answer = models.TextField(blank=True)
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="resolved_tickets",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["status", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} ticket ({self.reason}, {self.status})"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in (TicketStatus.OPEN, TicketStatus.CLAIMED)
+
+
+class Message(models.Model):
+    """The task chat between its owner, the agent and operators."""
+
+    class Sender(models.TextChoices):
+        USER = "user", "User"
+        AGENT = "agent", "Agent"
+        OPERATOR = "operator", "Operator"
+        SYSTEM = "system", "System"
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="messages")
+    sender = models.CharField(max_length=10, choices=Sender.choices)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                               on_delete=models.SET_NULL)
+    text = models.TextField()
+    ticket = models.ForeignKey(Ticket, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="messages")
+    options = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+
+
+class TrainingRecord(models.Model):
+    """One handoff, kept as training data: what a model needs to learn from it.
+
+    ``score_label`` is the OS-Kairos Eq. 3 target: the agent's action is right (5) when the
+    person approved it, wrong (1) when a person replaced it — "action || score".
+    """
+
+    ticket = models.OneToOneField(Ticket, on_delete=models.CASCADE, related_name="training")
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="training_records")
+    step_index = models.PositiveIntegerField(null=True)
+    instruction = models.TextField()
+    goal = models.TextField()
+    screenshot = models.CharField(max_length=255, blank=True)  # storage path
+    ui_nodes = models.JSONField(default=list, blank=True)
+    history = models.JSONField(default=list, blank=True)
+    plan = models.JSONField(default=list, blank=True)
+    agent_action = models.JSONField(null=True, blank=True)
+    agent_confidence = models.FloatField(null=True, blank=True)
+    human_action = models.JSONField(null=True, blank=True)
+    decision = models.CharField(max_length=10, choices=Decision.choices)
+    reason = models.CharField(max_length=20, choices=TicketReason.choices)
+    question = models.TextField(blank=True)
+    answer = models.TextField(blank=True)
+    score_label = models.PositiveSmallIntegerField(null=True)
+    operator = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                 on_delete=models.SET_NULL)
+    operator_seconds = models.FloatField(null=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]

@@ -1,0 +1,292 @@
+"""Dynamic planning helpers (D-PoT): compact history, goal splitting, goal references.
+
+Pure Python (no Django). D-PoT (App. A.1) re-plans every turn from the goal, the current
+screen and a *compact* execution history — one line per executed step — instead of the
+full ReAct dialogue of thoughts, actions and observations; D-PoT Table 1 reports the same
+accuracy at about a quarter of ReAct's tokens. :func:`react_history` renders the ReAct
+form of the same episode so the two can be compared (``bench tokens``).
+
+Planning initialisation also takes the goals of the two most similar earlier episodes as
+references (D-PoT §4, sentence embeddings); :class:`ReferenceIndex` ranks earlier goals
+by TF-IDF cosine, or by any embedding function it is given (the product passes
+:func:`agents.embeddings.load_embedder`'s local model when one is installed).
+"""
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Callable, Sequence
+
+from agents.backends.base import HistoryEntry
+from agents.recommend import tokens
+
+__all__ = [
+    "compact_history",
+    "react_history",
+    "describe_action",
+    "split_goal",
+    "ReferenceIndex",
+    "estimate_tokens",
+    "ACTION_VERBS",
+]
+
+
+def describe_action(action: dict[str, Any]) -> str:
+    """Plain words for an action dict: ``CLICK 'Wi-Fi'``, ``TYPE "hello"``, ``SCROLL UP``."""
+    kind = str(action.get("type", "?")).upper()
+    element = action.get("element")
+    if kind in ("CLICK", "LONG_CLICK"):
+        if element:
+            return f"{kind} '{element}'"
+        return f"{kind} at ({action.get('x')}, {action.get('y')})"
+    if kind == "TYPE":
+        return f'TYPE "{action.get("text", "")}"'
+    if kind == "SCROLL":
+        return f"SCROLL {action.get('direction', '')}".strip()
+    if kind == "OPENAPP":
+        return f"OPENAPP {action.get('app', '')}".strip()
+    return kind
+
+
+def _entry_text(entry: HistoryEntry) -> str:
+    text = entry.summary or describe_action(entry.action)
+    if entry.by == "operator":
+        text += " [operator]"
+    if not entry.screen_changed:
+        text += " (no change)"
+    return text
+
+
+def compact_history(history: Sequence[HistoryEntry]) -> str:
+    """The D-PoT execution history: ``step 1: CLICK 'Wi-Fi'`` one line per executed step.
+
+    Steps are numbered from 1 in the order given. Operator steps are marked, and a step
+    whose screen did not change says so — the two facts a re-planner needs to avoid
+    repeating a failed action.
+    """
+    return "\n".join(f"step {i}: {_entry_text(entry)}" for i, entry in enumerate(history, 1))
+
+
+def react_history(
+    history: Sequence[HistoryEntry],
+    thoughts: Sequence[str] | None = None,
+    observations: Sequence[str] | None = None,
+) -> str:
+    """The same episode as a full ReAct dialogue (Thought / Action / Observation per turn).
+
+    ``thoughts[i]`` and ``observations[i]`` belong to ``history[i]`` (the observation is
+    the screen the step was taken on, e.g. a :func:`agents.recommend.format_elements`
+    list); missing ones are left out. This is what ReAct with unlimited history length
+    (D-PoT Table 1, "∞") feeds the model every turn.
+    """
+    thoughts = list(thoughts or [])
+    observations = list(observations or [])
+    blocks: list[str] = []
+    for i, entry in enumerate(history):
+        lines = [f"Turn {i + 1}:"]
+        if i < len(observations) and observations[i]:
+            lines.append(f"Observation: {observations[i]}")
+        if i < len(thoughts) and thoughts[i]:
+            lines.append(f"Thought: {thoughts[i]}")
+        lines.append(f"Action: {_entry_text(entry)}")
+        lines.append(f"Action input: {entry.action}")
+        lines.append(f"Result: {'the screen changed' if entry.screen_changed else 'the screen did not change'}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+_TOKEN_RE = re.compile(r"[A-Za-z]+|\d+|[^\sA-Za-z\d]")
+
+
+def estimate_tokens(text: str) -> int:
+    """An offline token count close to BPE tokenisers on English UI text.
+
+    Words count one token per four letters (rounded up), digit runs one per three,
+    punctuation one each — within ~15% of cl100k on prompts like ours, and needs no
+    download (tiktoken fetches its tables from the internet on first use).
+    """
+    count = 0
+    for piece in _TOKEN_RE.findall(text or ""):
+        if piece[0].isalpha():
+            count += max(1, math.ceil(len(piece) / 4)) if len(piece) > 4 else 1
+        elif piece[0].isdigit():
+            count += max(1, math.ceil(len(piece) / 3))
+        else:
+            count += 1
+    return count
+
+
+# --- goal splitting ----------------------------------------------------------------
+
+ACTION_VERBS: frozenset[str] = frozenset(
+    """open launch start go navigate turn switch toggle enable disable activate deactivate
+    set change select choose pick tap click press type enter write search find look send
+    message text call add remove delete create make order buy book share save play pause
+    stop check uncheck mark close exit return install uninstall update install clear
+    reply forward scroll swipe show view display increase decrease lower raise mute
+    unmute record take put move copy paste rename sort filter log sign""".split()
+)
+
+_QUOTE_RE = re.compile(r"\"[^\"]*\"|'[^']*'|“[^”]*”|‘[^’]*’")
+_THEN_RE = re.compile(r"\s*(?:,|;|\.)?\s*\b(?:and\s+then|then|after\s+that|afterwards|next)\b\s*,?\s*", re.I)
+_TOGGLE_HEAD_RE = re.compile(r"^\s*((?:turn|switch|toggle)\s+(?:on|off)|enable|disable|activate|deactivate)\b", re.I)
+
+
+def _first_word(text: str) -> str:
+    match = re.match(r"\s*([A-Za-z]+)", text)
+    return match.group(1).lower() if match else ""
+
+
+def split_goal(instruction: str) -> list[str]:
+    """Sub-goals of an instruction, in order.
+
+    Splits on "then" / "and then" / "after that", on ";" and sentence ends, and on "," or
+    "and" where what follows starts with an action verb ("Turn off WiFi, then enable
+    bluetooth" → ["Turn off WiFi", "enable bluetooth"]; "order a latte with milk and
+    sugar" stays whole). A toggle verb is shared over a bare "and" list: "turn on Wi-Fi
+    and Bluetooth" → ["turn on Wi-Fi", "turn on Bluetooth"]. Quoted text is never split.
+    """
+    if not instruction or not instruction.strip():
+        return []
+    # Protect quoted text: replace it by placeholders, restore after splitting.
+    quoted: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        quoted.append(match.group(0))
+        return f"\x00{len(quoted) - 1}\x00"
+
+    text = _QUOTE_RE.sub(hide, instruction.strip())
+    # A message introduced by a colon runs to the end ("text Alex: In a meeting, call
+    # you later"); a colon between digits is a time ("9:00").
+    def hide_message(match: re.Match[str]) -> str:
+        quoted.append(match.group(1))
+        return f" \x00{len(quoted) - 1}\x00"
+
+    text = re.sub(r"(?<=[^\d\s]:)\s*(.+)$", hide_message, text, count=1)
+    text = re.sub(r"(?<!\d)\.(?=\s|$)", " ; ", text)  # sentence ends, not "9.30"
+    parts: list[str] = []
+    for chunk in re.split(r";", text):
+        for piece in _THEN_RE.split(chunk):
+            parts.extend(_split_on_verbs(piece))
+    out: list[str] = []
+    for part in parts:
+        part = re.sub(r"\x00(\d+)\x00", lambda m: quoted[int(m.group(1))], part)
+        part = part.strip(" ,.;")
+        if part:
+            out.append(part)
+    return out
+
+
+_CONTEXT_WORDS = frozenset({"in", "on", "using", "from", "with", "at", "inside", "via"})
+
+
+def _split_on_verbs(text: str) -> list[str]:
+    pieces = re.split(r"(\s*,\s*(?:and\s+)?|\s+and\s+)", text)
+    if len(pieces) == 1:
+        return [text]
+    out: list[str] = [pieces[0]]
+    context_pending = _first_word(pieces[0]) in _CONTEXT_WORDS
+    for separator, piece in zip(pieces[1::2], pieces[2::2]):
+        word = _first_word(piece)
+        head = _TOGGLE_HEAD_RE.match(out[-1])
+        if word in ACTION_VERBS and context_pending:
+            # "In the Shop, search for …": the leading phrase says where, not what.
+            out[-1] = out[-1] + separator + piece
+            context_pending = False
+        elif word in ACTION_VERBS:
+            out.append(piece)
+        elif head and piece.strip() and len(piece.split()) <= 3 and "\x00" not in piece:
+            # "turn on Wi-Fi and Bluetooth": the verb is shared by the bare noun.
+            out.append(f"{head.group(1)} {piece.strip()}")
+        else:
+            out[-1] = out[-1] + separator + piece
+    return out
+
+
+# --- references: the most similar earlier goals -----------------------------------
+
+
+class ReferenceIndex:
+    """Earlier successful goals, searchable by similarity (D-PoT planning references).
+
+    TF-IDF cosine over canonical tokens by default (pure Python); with ``embed`` given
+    (any ``str -> vector`` function, e.g. a sentence-transformer), cosine over those
+    vectors instead. Vectors are computed once per goal.
+    """
+
+    def __init__(
+        self,
+        goals: Sequence[str] = (),
+        *,
+        embed: Callable[[str], Sequence[float]] | None = None,
+    ) -> None:
+        self._goals: list[str] = []
+        self._tokens: list[list[str]] = []
+        self._embed = embed
+        self._vectors: list[Sequence[float]] = []
+        self._df: dict[str, int] = {}
+        for goal in goals:
+            self.add(goal)
+
+    def __len__(self) -> int:
+        return len(self._goals)
+
+    @property
+    def goals(self) -> list[str]:
+        return list(self._goals)
+
+    def add(self, goal: str) -> None:
+        """Remember a goal (duplicates are kept once)."""
+        if not goal or goal in self._goals:
+            return
+        toks = tokens(goal, keep_stopwords=False) or tokens(goal, keep_stopwords=True)
+        self._goals.append(goal)
+        self._tokens.append(toks)
+        for tok in set(toks):
+            self._df[tok] = self._df.get(tok, 0) + 1
+        if self._embed is not None:
+            self._vectors.append(list(self._embed(goal)))
+
+    def most_similar(self, goal: str, k: int = 2) -> list[str]:
+        """Up to ``k`` stored goals most similar to ``goal``, best first.
+
+        The goal itself (an exact repeat) is skipped; goals sharing nothing score 0 and
+        are left out.
+        """
+        if not self._goals or k <= 0:
+            return []
+        if self._embed is not None:
+            query = list(self._embed(goal))
+            sims = [_cosine_dense(query, vec) for vec in self._vectors]
+        else:
+            query_vec = self._tfidf(tokens(goal) or tokens(goal, keep_stopwords=True))
+            sims = [_cosine_sparse(query_vec, self._tfidf(toks)) for toks in self._tokens]
+        ranked = sorted(
+            (i for i, g in enumerate(self._goals) if g.strip().lower() != goal.strip().lower()),
+            key=lambda i: (-sims[i], i),
+        )
+        return [self._goals[i] for i in ranked if sims[i] > 0][:k]
+
+    def _tfidf(self, toks: list[str]) -> dict[str, float]:
+        n = len(self._goals)
+        counts: dict[str, int] = {}
+        for tok in toks:
+            counts[tok] = counts.get(tok, 0) + 1
+        return {
+            tok: (1 + math.log(c)) * (math.log((1 + n) / (1 + self._df.get(tok, 0))) + 1)
+            for tok, c in counts.items()
+        }
+
+
+def _cosine_sparse(a: dict[str, float], b: dict[str, float]) -> float:
+    if not a or not b:
+        return 0.0
+    dot = sum(v * b.get(k, 0.0) for k, v in a.items())
+    norm = math.sqrt(sum(v * v for v in a.values())) * math.sqrt(sum(v * v for v in b.values()))
+    return dot / norm if norm else 0.0
+
+
+def _cosine_dense(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0

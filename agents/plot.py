@@ -1,0 +1,151 @@
+"""The γ plot: TSR and interventions per task against the threshold (OS-Kairos Fig. 6).
+
+Pure Python, hand-written SVG (no plotting library in the product's dependencies). Two
+y axes because the series have different units: TSR on the left in percent, interventions
+per task on the right from 0 to a rounded maximum. Raising γ asks more often, so the
+plot shows what each extra intervention buys in task success.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+from xml.sax.saxutils import escape
+
+WIDTH, HEIGHT = 640, 400
+MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 64, 72, 48, 84
+TSR_COLOUR = "#1f77b4"
+INTERVENTION_COLOUR = "#d62728"
+
+
+def gamma_plot_svg(result: dict[str, Any], *, title: str | None = None) -> str:
+    """A standalone SVG document for an :func:`agents.evaluation.evaluate_suite` result.
+
+    Points whose value is ``null`` are left out of their series; thresholds are placed on
+    a linear x axis, so uneven sweeps (0, 3, 4, 5) keep their spacing.
+    """
+    rows = sorted(result.get("results", []), key=lambda row: float(row["threshold"]))
+    gammas = [float(row["threshold"]) for row in rows]
+    tsr = [(g, row.get("tsr")) for g, row in zip(gammas, rows)]
+    interventions = [(g, row.get("interventions_per_task")) for g, row in zip(gammas, rows)]
+
+    x_lo, x_hi = (min(gammas), max(gammas)) if gammas else (0.0, 5.0)
+    if x_hi == x_lo:
+        x_lo, x_hi = x_lo - 0.5, x_hi + 0.5
+    # Keep the end points off the axes, where their markers would be half hidden.
+    pad = (x_hi - x_lo) * 0.05
+    x_lo, x_hi = x_lo - pad, x_hi + pad
+    top = max([v for _, v in interventions if v is not None] + [0.0])
+    i_hi = _nice_ceiling(top)
+
+    plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
+    plot_h = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
+    left, right = MARGIN_LEFT, MARGIN_LEFT + plot_w
+    y_top, y_bottom = MARGIN_TOP, MARGIN_TOP + plot_h
+
+    def px(g: float) -> float:
+        return left + (g - x_lo) / (x_hi - x_lo) * plot_w
+
+    def py_tsr(value: float) -> float:
+        return y_bottom - value * plot_h
+
+    def py_int(value: float) -> float:
+        return y_bottom - value / i_hi * plot_h
+
+    heading = title or (
+        f"TSR and interventions vs γ — {result.get('suite', '')} ({result.get('backend', '')})"
+    )
+    out: list[str] = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
+        f"<title>{escape(heading)}</title>",
+        f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+        f'<text x="{WIDTH / 2:.1f}" y="24" text-anchor="middle" font-size="14">'
+        f"{escape(heading)}</text>",
+    ]
+    # Grid and left axis (TSR, 0–100 %).
+    for i in range(6):
+        value = i / 5
+        y = py_tsr(value)
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#e5e5e5"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" '
+                   f'fill="{TSR_COLOUR}">{round(value * 100)}%</text>')
+    # Right axis (interventions per task).
+    for i in range(6):
+        value = i_hi * i / 5
+        y = py_int(value)
+        out.append(f'<text x="{right + 6}" y="{y + 4:.1f}" text-anchor="start" '
+                   f'fill="{INTERVENTION_COLOUR}">{_tick(value)}</text>')
+    out += [
+        f'<line x1="{left}" y1="{y_top}" x2="{left}" y2="{y_bottom}" stroke="black"/>',
+        f'<line x1="{right}" y1="{y_top}" x2="{right}" y2="{y_bottom}" stroke="black"/>',
+        f'<line x1="{left}" y1="{y_bottom}" x2="{right}" y2="{y_bottom}" stroke="black"/>',
+    ]
+    # x ticks at every evaluated γ.
+    for g in gammas:
+        x = px(g)
+        out.append(f'<line x1="{x:.1f}" y1="{y_bottom}" x2="{x:.1f}" y2="{y_bottom + 5}" stroke="black"/>')
+        out.append(f'<text x="{x:.1f}" y="{y_bottom + 18}" text-anchor="middle">{_tick(g)}</text>')
+    out += [
+        f'<text x="{(left + right) / 2:.1f}" y="{y_bottom + 36}" text-anchor="middle">'
+        "threshold γ (ask when confidence &lt; γ)</text>",
+        f'<text transform="translate(16 {(y_top + y_bottom) / 2:.1f}) rotate(-90)" '
+        f'text-anchor="middle" fill="{TSR_COLOUR}">TSR (task success rate)</text>',
+        f'<text transform="translate({WIDTH - 14} {(y_top + y_bottom) / 2:.1f}) rotate(90)" '
+        f'text-anchor="middle" fill="{INTERVENTION_COLOUR}">interventions per task</text>',
+    ]
+    out += _series("tsr", "TSR", [(px(g), py_tsr(v)) for g, v in tsr if v is not None],
+                   TSR_COLOUR, marker="circle")
+    out += _series("interventions", "interventions per task",
+                   [(px(g), py_int(v)) for g, v in interventions if v is not None],
+                   INTERVENTION_COLOUR, marker="square", dashed=True)
+    # Legend below the x-axis label, so it never hides a point.
+    legend_y = HEIGHT - 16
+    out += [
+        '<g id="legend">',
+        f'<line x1="{left}" y1="{legend_y - 4}" x2="{left + 24}" y2="{legend_y - 4}" '
+        f'stroke="{TSR_COLOUR}" stroke-width="2"/>',
+        f'<circle cx="{left + 12}" cy="{legend_y - 4}" r="3.5" fill="{TSR_COLOUR}"/>',
+        f'<text x="{left + 30}" y="{legend_y}">TSR (left axis)</text>',
+        f'<line x1="{left + 170}" y1="{legend_y - 4}" x2="{left + 194}" y2="{legend_y - 4}" '
+        f'stroke="{INTERVENTION_COLOUR}" stroke-width="2" stroke-dasharray="5 3"/>',
+        f'<rect x="{left + 178.5}" y="{legend_y - 7.5}" width="7" height="7" '
+        f'fill="{INTERVENTION_COLOUR}"/>',
+        f'<text x="{left + 200}" y="{legend_y}">interventions per task (right axis)</text>',
+        "</g>",
+        "</svg>",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def _series(ident: str, label: str, points: list[tuple[float, float]], colour: str, *,
+            marker: str, dashed: bool = False) -> list[str]:
+    out = [f'<g id="series-{ident}" class="series"><title>{escape(label)}</title>']
+    if len(points) > 1:
+        coords = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+        dash = ' stroke-dasharray="5 3"' if dashed else ""
+        out.append(f'<polyline points="{coords}" fill="none" stroke="{colour}" '
+                   f'stroke-width="2"{dash}/>')
+    for x, y in points:
+        if marker == "circle":
+            out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{colour}"/>')
+        else:
+            out.append(f'<rect x="{x - 3.5:.1f}" y="{y - 3.5:.1f}" width="7" height="7" '
+                       f'fill="{colour}"/>')
+    out.append("</g>")
+    return out
+
+
+def _nice_ceiling(value: float) -> float:
+    """The smallest of 1, 2, 2.5, 5 × 10^k at or above ``value`` (at least 1)."""
+    if value <= 1:
+        return 1.0
+    power = 10 ** math.floor(math.log10(value))
+    for step in (1, 2, 2.5, 5, 10):
+        if step * power >= value - 1e-12:
+            return step * power
+    return 10 * power
+
+
+def _tick(value: float) -> str:
+    return f"{value:g}" if abs(value - round(value, 2)) < 1e-9 else f"{value:.2f}"
