@@ -1,0 +1,484 @@
+/* Kairos operator console: live ticket queue, live phone screens, the ticket view and
+ * take-over. Talks to the server only through the JSON API (session + CSRF) and the
+ * WebSockets of CONTRACT.md. No framework, no build step. */
+(function () {
+  "use strict";
+
+  const SVG = "http://www.w3.org/2000/svg";
+  const REASONS = {
+    low_confidence: "Low confidence", ambiguous_intent: "Ambiguous intent",
+    sensitive_action: "Sensitive action", parse_failure: "Unparseable output",
+    toggle_state: "Toggle already set", repeated_failure: "Repeated failure",
+    device_error: "Device error",
+  };
+
+  // --- plumbing ------------------------------------------------------------------------
+
+  function cookie(name) {
+    const hit = document.cookie.split("; ").find((c) => c.startsWith(name + "="));
+    return hit ? decodeURIComponent(hit.slice(name.length + 1)) : "";
+  }
+
+  async function api(method, path, body) {
+    const response = await fetch("/api" + path, {
+      method, credentials: "same-origin",
+      headers: {"Content-Type": "application/json", "X-CSRFToken": cookie("csrftoken")},
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    let data = null;
+    try { data = await response.json(); } catch (e) { data = null; }
+    if (!response.ok) {
+      const error = new Error((data && data.detail) || response.statusText);
+      error.status = response.status;
+      throw error;
+    }
+    return data;
+  }
+
+  function wsUrl(path) {
+    return (location.protocol === "https:" ? "wss://" : "ws://") + location.host + path;
+  }
+
+  /* A socket that reconnects (with backoff) until the page goes away. A close with an
+   * application code (4401 / 4403 / 4404) is final: retrying cannot help. */
+  function liveSocket(path, handlers) {
+    let delay = 500;
+    let socket = null;
+    function open() {
+      socket = new WebSocket(wsUrl(path));
+      socket.binaryType = "blob";
+      socket.onopen = () => { delay = 500; handlers.open && handlers.open(socket); };
+      socket.onmessage = (e) => {
+        if (typeof e.data === "string") handlers.json && handlers.json(JSON.parse(e.data), socket);
+        else handlers.binary && handlers.binary(e.data, socket);
+      };
+      socket.onclose = (e) => {
+        handlers.close && handlers.close(e);
+        if (e.code >= 4000 && e.code < 5000) return;
+        setTimeout(open, delay);
+        delay = Math.min(delay * 2, 8000);
+      };
+    }
+    open();
+    return { send: (obj) => socket && socket.readyState === 1 && socket.send(JSON.stringify(obj)),
+             get socket() { return socket; } };
+  }
+
+  /* Shows JPEG frames from /ws/devices/<id>/screen/ in every <img> passed; the
+   * newest frame replaces the previous object URL (freed at once). */
+  function screenStream(deviceId, imgs, onMeta) {
+    let url = null;
+    const meta = { width: 0, height: 0 };
+    const stream = liveSocket(`/ws/devices/${deviceId}/screen/`, {
+      json(msg) {
+        if (msg.type === "screen.meta") { meta.width = msg.width; meta.height = msg.height; onMeta && onMeta(msg); }
+        else if (msg.type === "error" || msg.type === "screen.error") flash(msg.detail, true);
+        else if (msg.type === "input.done") stream.onInput && stream.onInput(msg);
+      },
+      binary(blob) {
+        const next = URL.createObjectURL(blob);
+        imgs.forEach((img) => { img.src = next; img.dataset.frames = String(Number(img.dataset.frames || 0) + 1); });
+        if (url) URL.revokeObjectURL(url);
+        url = next;
+      },
+    });
+    stream.meta = meta;
+    stream.imgs = imgs;
+    return stream;
+  }
+
+  function flash(text, isError) {
+    const el = document.getElementById("flash");
+    if (!el) return;
+    el.textContent = text || "";
+    el.classList.toggle("error", !!isError);
+  }
+
+  function age(iso) {
+    if (!iso) return "";
+    const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+    if (s < 60) return s + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min";
+    return Math.floor(s / 3600) + " h";
+  }
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    Object.entries(attrs || {}).forEach(([k, v]) => {
+      if (k === "class") node.className = v;
+      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+      else if (v !== null && v !== undefined && v !== false) node.setAttribute(k, v);
+    });
+    children.forEach((c) => node.append(c instanceof Node ? c : document.createTextNode(String(c))));
+    return node;
+  }
+
+  function describe(action) {
+    if (!action) return "none";
+    const t = action.type;
+    if (action.x !== undefined) return `${t} (${action.x}, ${action.y})`;
+    if (t === "TYPE") return `TYPE "${action.text}"`;
+    if (t === "SCROLL") return `SCROLL ${action.direction}`;
+    if (t === "OPENAPP") return `OPENAPP ${action.app}`;
+    return t;
+  }
+
+  // --- the queue (/console/) -----------------------------------------------------------
+
+  function initConsole() {
+    const root = document.getElementById("console");
+    const me = root.dataset.user;
+    const body = document.querySelector("#queue tbody");
+    const empty = document.getElementById("queue-empty");
+    const tickets = new Map();
+    const gone = new Set();
+
+    function row(t) {
+      const held = t.assignee;
+      const mine = held === me;
+      const actions = el("td", {class: "row-actions"});
+      if (!held) actions.append(el("button", {type: "button", class: "claim", onclick: () => claim(t.id)}, "Claim"));
+      if (mine) actions.append(el("button", {type: "button", class: "release", onclick: () => release(t.id)}, "Release"));
+      const conf = t.confidence === null || t.confidence === undefined ? "–" : t.confidence;
+      const reason = t.kind === "clarification" ? "Question: " + (t.question || "") : (REASONS[t.reason] || t.reason);
+      return el("tr", {"data-ticket-id": t.id, "data-status": t.status, class: held ? (mine ? "mine" : "held") : ""},
+        el("td", {}, el("a", {href: `/console/tickets/${t.id}/`}, reason)),
+        el("td", {class: "instr", title: t.instruction}, t.instruction.length > 60 ? t.instruction.slice(0, 59) + "…" : t.instruction),
+        el("td", {}, t.device),
+        el("td", {class: "conf"}, conf),
+        el("td", {class: "holder"}, held ? (mine ? "you" : held) : "–"),
+        el("td", {class: "age", "data-created": t.created_at}, age(t.created_at)),
+        actions);
+    }
+
+    function render() {
+      body.replaceChildren(...[...tickets.values()]
+        .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at)).map(row));
+      empty.hidden = tickets.size > 0;
+    }
+
+    function put(t) {
+      if (gone.has(t.id)) return;
+      if (t.status === "open" || t.status === "claimed") tickets.set(t.id, t);
+      else { tickets.delete(t.id); gone.add(t.id); }
+    }
+
+    async function claim(id) {
+      try { put(await api("POST", `/tickets/${id}/claim`)); location.href = `/console/tickets/${id}/`; }
+      catch (e) { alert(e.message); }
+    }
+    async function release(id) {
+      try { put(await api("POST", `/tickets/${id}/release`)); render(); } catch (e) { alert(e.message); }
+    }
+
+    liveSocket("/ws/operator/", {
+      async open() {
+        document.getElementById("queue-live").classList.add("on");
+        // Catch up on what happened while the socket was down; events win over the list.
+        const list = await api("GET", "/tickets?status=open");
+        const fresh = new Map(list.map((t) => [t.id, t]));
+        for (const id of [...tickets.keys()]) if (!fresh.has(id)) tickets.delete(id);
+        list.forEach(put);
+        render();
+      },
+      json(msg) {
+        if (msg.type === "ticket.opened" || msg.type === "ticket.claimed" || msg.type === "ticket.resolved") {
+          if (msg.type === "ticket.opened") gone.delete(msg.ticket.id);
+          put(msg.ticket);
+          render();
+        }
+      },
+      close() { document.getElementById("queue-live").classList.remove("on"); },
+    });
+    setInterval(() => document.querySelectorAll("#queue td.age").forEach((td) => { td.textContent = age(td.dataset.created); }), 1000);
+
+    // Live device grid: one socket per phone; the selected one is also shown large.
+    const bigView = document.getElementById("big-view");
+    const bigImg = document.getElementById("big-img");
+    const streams = new Map();
+    let selected = null;
+    function select(tile) {
+      document.querySelectorAll(".device-tile").forEach((t) => t.classList.toggle("selected", t === tile));
+      if (selected) selected.imgs.splice(selected.imgs.indexOf(bigImg), 1);
+      selected = streams.get(tile.dataset.deviceId);
+      const current = tile.querySelector("img").src;
+      if (current) bigImg.src = current;
+      selected.imgs.push(bigImg);
+      document.getElementById("big-name").textContent = tile.dataset.deviceName;
+      bigView.hidden = false;
+    }
+    document.querySelectorAll(".device-tile").forEach((tile) => {
+      streams.set(tile.dataset.deviceId, screenStream(tile.dataset.deviceId, [tile.querySelector("img")]));
+      tile.addEventListener("click", () => select(tile));
+    });
+    const first = document.querySelector(".device-tile");
+    if (first) select(first);
+  }
+
+  // --- the ticket view (/console/tickets/<id>/) ----------------------------------------
+
+  function drawAction(group, action, w, h, cls) {
+    group.replaceChildren();
+    if (!action) return;
+    const add = (tag, attrs) => {
+      const node = document.createElementNS(SVG, tag);
+      Object.entries(attrs).forEach(([k, v]) => node.setAttribute(k, v));
+      group.append(node);
+      return node;
+    };
+    const r = Math.round(w / 27);
+    if (action.x !== undefined && action.y !== undefined) {
+      add("circle", {cx: action.x, cy: action.y, r, class: cls + " target"});
+      add("line", {x1: action.x - 2 * r, y1: action.y, x2: action.x + 2 * r, y2: action.y, class: cls + " cross"});
+      add("line", {x1: action.x, y1: action.y - 2 * r, x2: action.x, y2: action.y + 2 * r, class: cls + " cross"});
+    } else if (action.type === "SCROLL") {
+      // The arrow points where the finger moves (CONTRACT "Actions").
+      const d = {UP: [0, -1], DOWN: [0, 1], LEFT: [-1, 0], RIGHT: [1, 0]}[action.direction] || [0, 0];
+      const cx = w / 2, cy = h / 2, len = Math.min(w, h) * 0.3;
+      const x2 = cx + d[0] * len, y2 = cy + d[1] * len;
+      add("line", {x1: cx - d[0] * len, y1: cy - d[1] * len, x2, y2, class: cls + " arrow"});
+      const hx = -d[0] * r * 1.5, hy = -d[1] * r * 1.5;
+      add("polygon", {points: `${x2},${y2} ${x2 + hx - hy},${y2 + hy + hx} ${x2 + hx + hy},${y2 + hy - hx}`, class: cls + " head"});
+    } else if (action.type === "TYPE" || action.type === "OPENAPP") {
+      const text = action.type === "TYPE" ? `⌨ “${action.text}”` : `OPEN ${action.app}`;
+      add("rect", {x: w * 0.05, y: h * 0.44, width: w * 0.9, height: h * 0.07, rx: 20, class: cls + " label-bg"});
+      const t = add("text", {x: w / 2, y: h * 0.49, "text-anchor": "middle", class: cls + " label"});
+      t.textContent = text;
+    } else {
+      const t = add("text", {x: w / 2, y: h * 0.5, "text-anchor": "middle", class: cls + " label"});
+      t.textContent = action.type;
+    }
+  }
+
+  function initTicket() {
+    const root = document.getElementById("ticket");
+    const ticketId = root.dataset.ticketId;
+    const taskId = root.dataset.taskId;
+    const me = root.dataset.user;
+    const state = {status: root.dataset.status, assignee: root.dataset.assignee,
+                   taskStatus: root.dataset.taskStatus, takeover: root.dataset.takeover === "1",
+                   editing: false, busy: false};
+    const $ = (id) => document.getElementById(id);
+    const shot = $("screenshot");
+    const W = shot ? Number(shot.dataset.width) : 1080, H = shot ? Number(shot.dataset.height) : 2400;
+    const proposed = JSON.parse($("proposed-action").textContent);
+    if ($("proposal")) drawAction($("proposal"), proposed, W, H, "prop");
+    if (proposed) $("proposed").textContent = describe(proposed);
+
+    const isOpen = () => state.status === "open" || state.status === "claimed";
+    const holdsIt = () => state.status === "claimed" && state.assignee === me;
+    const mayAct = () => state.status === "open" || holdsIt();
+
+    function refresh() {
+      const held = state.status === "claimed" && state.assignee && state.assignee !== me;
+      $("holder").textContent = `Ticket ${state.status}` +
+        (state.assignee ? ` · held by ${state.assignee === me ? "you" : state.assignee}` : "");
+      $("holder").classList.toggle("held-other", !!held);
+      $("claim").hidden = state.status !== "open";
+      $("release").hidden = !holdsIt();
+      ["approve", "edit", "abort", "takeover", "send-edit"].forEach((id) => {
+        if ($(id)) $(id).disabled = state.busy || !(isOpen() && mayAct());
+      });
+      const answerForm = $("answer-form");
+      if (answerForm) answerForm.querySelector("button").disabled = state.busy || !(isOpen() && mayAct());
+      if ($("approve")) $("approve").hidden = !isOpen();
+      if ($("edit")) $("edit").hidden = !isOpen();
+      $("takeover").hidden = !isOpen();
+      $("handback").hidden = !state.takeover;
+      $("abort").hidden = !(isOpen() || state.takeover);
+      $("abort").disabled = state.busy || !((isOpen() && mayAct()) || state.takeover);
+      $("live").hidden = !state.takeover;
+      $("task-status").textContent = state.taskStatus.replace("_", " ");
+      $("task-status").className = "status s-" + state.taskStatus;
+      if (!isOpen() && state.editing) setEditing(false);
+    }
+
+    function apply(t) {
+      state.status = t.status;
+      state.assignee = t.assignee || "";
+      refresh();
+    }
+
+    async function claim() {
+      try { apply(await api("POST", `/tickets/${ticketId}/claim`)); flash(""); }
+      catch (e) {
+        flash(e.message, true);
+        try { apply(await api("GET", `/tickets/${ticketId}`)); } catch (_) { /* shown above */ }
+      }
+    }
+
+    async function resolve(decision, extra) {
+      if (state.busy) return;
+      state.busy = true; refresh();
+      try {
+        const t = await api("POST", `/tickets/${ticketId}/resolve`, Object.assign({decision}, extra || {}));
+        apply(t);
+        if (decision === "takeover") {
+          state.takeover = true; state.taskStatus = "taken_over";
+          flash("You control the phone. Hand back when done.");
+          startRemote();
+        } else {
+          flash(decision === "abort" ? "Task aborted." : "Done — the agent goes on.");
+          location.href = "/console/";
+        }
+      } catch (e) {
+        flash(e.message, true);
+      } finally { state.busy = false; refresh(); }
+    }
+
+    // Edit: point on the screenshot, an element from the list, or the fields.
+    function setEditing(on) {
+      state.editing = on;
+      $("editor").hidden = !on;
+      if (shot) $("shot").classList.toggle("editing", on);
+      if (on) {
+        const a = proposed || {type: "CLICK"};
+        $("edit-type").value = a.type || "CLICK";
+        $("edit-x").value = a.x ?? ""; $("edit-y").value = a.y ?? "";
+        $("edit-text").value = a.text ?? ""; $("edit-direction").value = a.direction || "UP";
+        $("edit-app").value = a.app ?? ""; $("edit-element").value = "";
+        fields(); preview();
+      } else if ($("edit-mark")) $("edit-mark").replaceChildren();
+    }
+    function fields() {
+      const t = $("edit-type").value;
+      const show = {"f-point": ["CLICK", "LONG_CLICK"], "f-text": ["TYPE"], "f-direction": ["SCROLL"], "f-app": ["OPENAPP"]};
+      Object.entries(show).forEach(([cls, types]) =>
+        document.querySelectorAll("." + cls).forEach((n) => { n.hidden = !types.includes(t); }));
+    }
+    function editedAction() {
+      const type = $("edit-type").value;
+      const action = {type};
+      if (type === "CLICK" || type === "LONG_CLICK") { action.x = parseInt($("edit-x").value, 10); action.y = parseInt($("edit-y").value, 10); }
+      if (type === "TYPE") action.text = $("edit-text").value;
+      if (type === "SCROLL") action.direction = $("edit-direction").value;
+      if (type === "OPENAPP") action.app = $("edit-app").value;
+      if ($("edit-element").value && action.x !== undefined) action.element = $("edit-element").value;
+      return action;
+    }
+    function preview() { if ($("edit-mark")) drawAction($("edit-mark"), editedAction(), W, H, "edit"); }
+
+    if (shot) shot.addEventListener("click", (e) => {
+      if (!state.editing) return;
+      const r = shot.getBoundingClientRect();
+      if (!["CLICK", "LONG_CLICK"].includes($("edit-type").value)) $("edit-type").value = "CLICK";
+      $("edit-x").value = Math.min(W - 1, Math.round((e.clientX - r.left) / r.width * W));
+      $("edit-y").value = Math.min(H - 1, Math.round((e.clientY - r.top) / r.height * H));
+      $("edit-element").value = "";
+      fields(); preview();
+    });
+    document.querySelectorAll("button.element").forEach((b) => b.addEventListener("click", () => {
+      if (!["CLICK", "LONG_CLICK"].includes($("edit-type").value)) $("edit-type").value = "CLICK";
+      $("edit-x").value = b.dataset.x; $("edit-y").value = b.dataset.y; $("edit-element").value = b.dataset.key;
+      document.querySelectorAll("button.element").forEach((o) => o.classList.toggle("picked", o === b));
+      fields(); preview();
+    }));
+    ["edit-type", "edit-x", "edit-y", "edit-text", "edit-direction", "edit-app"].forEach((id) =>
+      $(id).addEventListener("input", () => { fields(); preview(); }));
+    $("editor").addEventListener("submit", (e) => { e.preventDefault(); resolve("edit", {action: editedAction()}); });
+    $("cancel-edit").addEventListener("click", () => setEditing(false));
+
+    // Take-over: the live screen becomes a remote control over the screen socket.
+    let remote = null;
+    function startRemote() {
+      if (remote) return;
+      const img = $("live-img");
+      remote = screenStream(root.dataset.deviceId, [img]);
+      remote.onInput = (msg) => {
+        flash(`Sent ${describe(msg.action)} — screen ${msg.changed ? "changed" : "unchanged"}.`);
+        addTimeline(msg);
+      };
+      const screen = $("live-screen");
+      let down = null;
+      const toDevice = (e) => {
+        const r = img.getBoundingClientRect();
+        const w = remote.meta.width || 1080, h = remote.meta.height || 2400;
+        return {x: Math.max(0, Math.min(w - 1, Math.round((e.clientX - r.left) / r.width * w))),
+                y: Math.max(0, Math.min(h - 1, Math.round((e.clientY - r.top) / r.height * h)))};
+      };
+      screen.addEventListener("pointerdown", (e) => { e.preventDefault(); screen.focus(); down = {e, at: Date.now(), p: toDevice(e)}; });
+      screen.addEventListener("pointerup", (e) => {
+        if (!down) return;
+        const dx = e.clientX - down.e.clientX, dy = e.clientY - down.e.clientY;
+        const held = Date.now() - down.at;
+        let action;
+        if (Math.hypot(dx, dy) < 12) action = {type: held > 600 ? "LONG_CLICK" : "CLICK", ...down.p};
+        else if (Math.abs(dy) >= Math.abs(dx)) action = {type: "SCROLL", direction: dy < 0 ? "UP" : "DOWN"};
+        else action = {type: "SCROLL", direction: dx < 0 ? "LEFT" : "RIGHT"};
+        down = null;
+        send(action);
+      });
+      document.querySelectorAll(".remote-keys button").forEach((b) =>
+        b.addEventListener("click", () => send({type: b.dataset.key})));
+      $("type-form").addEventListener("submit", (e) => {
+        e.preventDefault();
+        const text = $("type-text").value;
+        if (text.trim()) { send({type: "TYPE", text}); $("type-text").value = ""; }
+      });
+    }
+    function send(action) {
+      flash(`Sending ${describe(action)}…`);
+      remote.send({type: "input", action});
+    }
+    function addTimeline(msg) {
+      const list = $("timeline");
+      const empty = list.querySelector("li.muted");
+      if (empty) empty.remove();
+      list.append(el("li", {"data-step": msg.step}, el("span", {}, `#${msg.step} `, el("b", {}, describe(msg.action)), el("span", {class: "muted"}, " by operator"))));
+    }
+    async function handBack() {
+      state.busy = true; refresh();
+      try {
+        const task = await api("POST", `/tasks/${taskId}/hand_back`);
+        state.takeover = false; state.taskStatus = task.status;
+        flash("Handed back — the agent resumes.");
+        location.href = "/console/";
+      } catch (e) { flash(e.message, true); }
+      finally { state.busy = false; refresh(); }
+    }
+    async function abort() {
+      if (isOpen()) return resolve("abort");
+      state.busy = true; refresh();
+      try { const task = await api("POST", `/tasks/${taskId}/abort`); state.takeover = false; state.taskStatus = task.status; flash("Task aborted."); }
+      catch (e) { flash(e.message, true); }
+      finally { state.busy = false; refresh(); }
+    }
+
+    $("claim").addEventListener("click", claim);
+    $("release").addEventListener("click", async () => {
+      try { apply(await api("POST", `/tickets/${ticketId}/release`)); } catch (e) { flash(e.message, true); }
+    });
+    if ($("approve")) $("approve").addEventListener("click", () => resolve("approve"));
+    if ($("edit")) $("edit").addEventListener("click", () => setEditing(!state.editing));
+    if ($("answer-form")) $("answer-form").addEventListener("submit", (e) => { e.preventDefault(); resolve("answer", {answer: $("answer").value}); });
+    $("takeover").addEventListener("click", () => resolve("takeover"));
+    $("handback").addEventListener("click", handBack);
+    $("abort").addEventListener("click", abort);
+
+    document.addEventListener("keydown", (e) => {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName);
+      if (e.key === "Escape") { if (state.editing) setEditing(false); if (typing) document.activeElement.blur(); return; }
+      if (typing) return;
+      const key = e.key.toLowerCase();
+      const click = (id) => { const b = $(id); if (b && !b.hidden && !b.disabled) { e.preventDefault(); b.click(); } };
+      if (key === "a") click("approve");
+      else if (key === "e") click("edit");
+      else if (key === "t") click("takeover");
+    });
+
+    // Others' claims and resolutions show up here too.
+    liveSocket("/ws/operator/", {
+      json(msg) {
+        if (msg.ticket && msg.ticket.id === ticketId && msg.type !== "ticket.opened") apply(msg.ticket);
+        if (msg.type === "task.updated" && msg.task.id === taskId) { state.taskStatus = msg.task.status; refresh(); }
+      },
+    });
+
+    refresh();
+    if (state.takeover) startRemote();
+    else if (state.status === "open") claim();
+  }
+
+  window.Kairos = {initConsole, initTicket, api, drawAction};
+})();

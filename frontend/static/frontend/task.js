@@ -1,0 +1,296 @@
+// The end user's task page: live status, steps, screen and the clarification chat.
+// User text is only ever written with textContent, never innerHTML.
+(function () {
+  "use strict";
+  var root = document.getElementById("task");
+  if (!root) return;
+  var taskId = root.dataset.taskId;
+  var deviceId = root.dataset.deviceId;
+  var me = root.dataset.username;
+  var status = root.dataset.status;
+  var openTicket = root.dataset.openTicket || "";
+  var ACTIVE = ["queued", "running", "waiting_operator", "waiting_user", "taken_over"];
+  var LABELS = {
+    queued: "Queued", running: "Running", waiting_operator: "Waiting for an operator",
+    waiting_user: "Waiting for your answer", taken_over: "Operator in control",
+    succeeded: "Succeeded", failed: "Failed", aborted: "Aborted"
+  };
+  var SENDERS = { user: "User", agent: "Agent", operator: "Operator", system: "System" };
+  var wsBase = (location.protocol === "https:" ? "wss://" : "ws://") + location.host;
+
+  var el = function (id) { return document.getElementById(id); };
+  var chat = el("chat"), form = el("chat-form"), input = el("chat-text"), errorBox = el("chat-error");
+  var pending = null;  // text sent and not yet echoed back: restored on error
+
+  function node(tag, cls, text) {
+    var n = document.createElement(tag);
+    if (cls) n.className = cls;
+    if (text !== undefined && text !== null) n.textContent = String(text);
+    return n;
+  }
+
+  // --- status and the current step in plain words ---------------------------------
+
+  var VERBS = {
+    CLICK: "Tapped", LONG_CLICK: "Pressed and held", TYPE: "Typed", SCROLL: "Scrolled",
+    OPENAPP: "Opened", PRESS_BACK: "Went back", PRESS_HOME: "Went to the home screen",
+    PRESS_ENTER: "Pressed enter", WAIT: "Waited for the screen", COMPLETE: "Finished",
+    IMPOSSIBLE: "Gave up: this cannot be done here"
+  };
+
+  function describe(step) {
+    var action = step.action || step.proposed_action;
+    if (!action) {
+      if (step.status === "answered") return "Asked you a question";
+      if (step.status === "waiting") return "Waiting for a person";
+      return step.summary || step.status;
+    }
+    var verb = VERBS[action.type] || action.type;
+    var m = /'(.*)'/.exec(step.summary || "");
+    if (m) return verb + " \u201c" + m[1] + "\u201d";
+    if (action.type === "TYPE") return verb + " \u201c" + (action.text || "") + "\u201d";
+    if (action.type === "OPENAPP") return verb + " " + (action.app || "an app");
+    if (action.type === "SCROLL") return verb + " " + String(action.direction || "").toLowerCase();
+    return verb;
+  }
+
+  function nowText(task, steps) {
+    switch (task.status) {
+      case "queued": return "Waiting to start…";
+      case "waiting_user": return "Waiting for your answer in the chat.";
+      case "waiting_operator": return "An operator is checking the next step.";
+      case "taken_over": return "An operator is using the phone for you.";
+      case "succeeded": return "Finished.";
+      case "aborted": return "Stopped.";
+      case "failed": return "Could not finish" + (task.error ? ": " + task.error : ".");
+    }
+    var done = (steps || []).filter(function (s) { return s.status === "done" && s.action; });
+    if (!done.length) return "Looking at the screen…";
+    return "Step " + (done.length + 1) + " \u2014 last: " + describe(done[done.length - 1]);
+  }
+
+  function showTask(task) {
+    status = task.status;
+    var badge = el("task-status");
+    badge.className = "status s-" + task.status;
+    badge.textContent = LABELS[task.status] || task.status;
+    root.dataset.status = task.status;
+    var result = el("task-result");
+    result.textContent = "";
+    if (task.success === true || task.success === false) {
+      result.appendChild(document.createTextNode(" \u00b7 result: "));
+      result.appendChild(node("strong", null, task.success ? "done as asked" : "not achieved"));
+    }
+    el("task-error").textContent = task.error || "";
+    if (ACTIVE.indexOf(task.status) < 0) {
+      var abort = el("abort-form");
+      if (abort) abort.remove();
+      stopScreen("The task has finished.");
+    }
+    if (task.status !== "waiting_user") disableQuickReplies(null);
+    input.placeholder = task.status === "waiting_user" ? "Your answer" : "Write a message";
+  }
+
+  // The socket sends summaries; steps come from the API (same session) after each update.
+  var refreshing = false, again = false;
+  function refresh() {
+    if (refreshing) { again = true; return; }
+    refreshing = true;
+    fetch("/api/tasks/" + taskId, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (data) {
+        if (!data) return;
+        renderSteps(data.steps || []);
+        // Catch up on messages sent before the socket was open (the page may render
+        // before the agent asks, and the socket connect after); appendMessage skips
+        // the ones already shown.
+        (data.messages || []).forEach(appendMessage);
+        el("task-now").textContent = nowText(data, data.steps);
+        var open = (data.tickets || []).filter(function (t) {
+          return t.kind === "clarification" && (t.status === "open" || t.status === "claimed");
+        });
+        openTicket = open.length ? open[0].id : "";
+        if (!openTicket) disableQuickReplies(null);
+      })
+      .catch(function () { /* the next update retries */ })
+      .then(function () {
+        refreshing = false;
+        if (again) { again = false; refresh(); }
+      });
+  }
+
+  function renderSteps(steps) {
+    var list = el("steps");
+    list.textContent = "";
+    if (!steps.length) { list.appendChild(node("li", "muted", "No steps yet.")); return; }
+    steps.forEach(function (s) {
+      var li = node("li");
+      li.dataset.step = s.index;
+      if (s.screenshot_url) {
+        var img = node("img", "thumb");
+        img.src = s.screenshot_url;
+        img.alt = "step " + s.index;
+        li.appendChild(img);
+      }
+      li.appendChild(node("span", null, describe(s)));
+      li.appendChild(document.createTextNode(" "));
+      li.appendChild(node("span", "muted", s.by === "operator" ? "by an operator" : "by the agent"));
+      list.appendChild(li);
+    });
+  }
+
+  // --- chat ------------------------------------------------------------------------
+
+  function disableQuickReplies(ticket) {
+    chat.querySelectorAll(".quick-replies").forEach(function (group) {
+      if (ticket === null || group.dataset.ticket === ticket) {
+        group.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+        group.classList.add("closed");
+      }
+    });
+  }
+
+  function quickReplies(ticket, options) {
+    var group = node("div", "quick-replies");
+    group.dataset.ticket = ticket;
+    options.forEach(function (option) {
+      var b = node("button", "quick-reply", option);
+      b.type = "button";
+      b.addEventListener("click", function () { send(option, ticket); });
+      group.appendChild(b);
+    });
+    return group;
+  }
+
+  function appendMessage(m) {
+    if (chat.querySelector('[data-message-id="' + m.id + '"]')) return;
+    var empty = chat.querySelector("li.empty");
+    if (empty) empty.remove();
+    var li = node("li", "from-" + m.sender);
+    li.dataset.messageId = m.id;
+    if (m.ticket) li.dataset.ticket = m.ticket;
+    var who = m.sender === "user" && m.author === me ? "You" : (SENDERS[m.sender] || m.sender);
+    li.appendChild(node("b", null, who));
+    li.appendChild(document.createTextNode(" "));
+    li.appendChild(node("span", "text", m.text));
+    if (m.sender === "agent" && m.ticket && m.options && m.options.length) {
+      openTicket = m.ticket;
+      li.appendChild(quickReplies(m.ticket, m.options));
+    }
+    if (m.sender === "user" && m.ticket) disableQuickReplies(m.ticket);
+    chat.appendChild(li);
+    chat.scrollTop = chat.scrollHeight;
+    if (m.sender === "user" && pending !== null && m.text === pending.trim()) {
+      pending = null;
+      input.value = "";
+    }
+  }
+
+  function showError(detail) {
+    errorBox.textContent = detail;
+    errorBox.hidden = false;
+  }
+
+  function send(text, ticket) {
+    errorBox.hidden = true;
+    if (!socket || socket.readyState !== WebSocket.OPEN) {
+      showError("Not connected; reconnecting. Your message is kept — try again in a moment.");
+      return false;
+    }
+    var payload = { type: "chat.message", text: text };
+    if (ticket) payload.ticket = ticket;
+    pending = text;
+    socket.send(JSON.stringify(payload));
+    return true;
+  }
+
+  form.addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    send(input.value, null);
+  });
+  // Server-rendered quick replies (page loaded while a question was open).
+  chat.querySelectorAll("form.quick-replies").forEach(function (f) {
+    var ticket = f.querySelector("[name=ticket]").value;
+    f.dataset.ticket = ticket;
+    f.querySelectorAll("button.quick-reply").forEach(function (b) {
+      b.type = "button";
+      b.addEventListener("click", function () { send(b.value, ticket); });
+    });
+  });
+
+  // --- the task socket -------------------------------------------------------------
+
+  var socket = null, retry = 500;
+  function connect() {
+    socket = new WebSocket(wsBase + "/ws/tasks/" + taskId + "/");
+    socket.onopen = function () { retry = 500; root.classList.remove("offline"); };
+    socket.onmessage = function (ev) {
+      var data;
+      try { data = JSON.parse(ev.data); } catch (e) { return; }
+      if (data.type === "task.updated" && data.task && String(data.task.id) === taskId) {
+        showTask(data.task);
+        refresh();
+      } else if (data.type === "chat.message" && data.message) {
+        appendMessage(data.message);
+      } else if (data.type === "error") {
+        if (pending !== null && !input.value) input.value = pending;
+        pending = null;
+        showError(data.detail || "That did not work.");
+      }
+    };
+    socket.onclose = function (ev) {
+      root.classList.add("offline");
+      if (ev.code === 4401 || ev.code === 4403) {
+        showError(ev.code === 4401 ? "Your session has ended; log in again." : "You may not follow this task.");
+        return;
+      }
+      setTimeout(connect, retry);
+      retry = Math.min(retry * 2, 10000);
+    };
+  }
+
+  // --- the live screen -------------------------------------------------------------
+
+  var screen = null, screenUrl = null, screenStopped = false;
+  function startScreen() {
+    if (screenStopped || ACTIVE.indexOf(status) < 0) return;
+    var img = el("live-screen"), note = el("live-screen-note");
+    screen = new WebSocket(wsBase + "/ws/devices/" + deviceId + "/screen/");
+    screen.binaryType = "blob";
+    screen.onmessage = function (ev) {
+      if (typeof ev.data === "string") {
+        var meta;
+        try { meta = JSON.parse(ev.data); } catch (e) { return; }
+        if (meta.type === "screen.meta") {
+          img.width = Math.round(meta.width / 3);
+          img.style.aspectRatio = meta.width + " / " + meta.height;
+          note.textContent = "Live";
+        } else if (meta.type === "screen.error") {
+          note.textContent = meta.detail || "The screen is unavailable.";
+        }
+        return;
+      }
+      var url = URL.createObjectURL(ev.data);
+      img.onload = function () { if (screenUrl && screenUrl !== url) URL.revokeObjectURL(screenUrl); screenUrl = url; };
+      img.src = url;
+      img.hidden = false;
+    };
+    screen.onclose = function (ev) {
+      screen = null;
+      if (screenStopped || ACTIVE.indexOf(status) < 0) return;
+      if (ev.code === 4403 || ev.code === 4401 || ev.code === 4404) {
+        note.textContent = "The live screen is not available.";
+        return;
+      }
+      setTimeout(startScreen, 2000);
+    };
+  }
+  function stopScreen(text) {
+    screenStopped = true;
+    el("live-screen-note").textContent = text;
+    if (screen) screen.close();
+  }
+
+  connect();
+  startScreen();
+})();
