@@ -1,0 +1,316 @@
+"""Clarification questions (RecAgent §3.6): asked once, answered in the chat, escalated.
+
+The Coffee order needs a size, a temperature and a sweetness; "Order a medium hot latte"
+leaves the sweetness open, so the agent must ask, and the answer must reach every later
+step (RecAgent Eq. 6: the refined goal) and the training record.
+"""
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from agents import services
+from agents.backends.base import Clarification, Proposal
+from agents.models import Message, StepStatus, Task, TaskStatus, Ticket, TicketStatus
+from devices.actions import Action
+from devices.models import Device
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LATTE = "Order a medium hot latte"
+
+
+def suite_task_for(instruction: str):
+    """The bundled ``complex`` suite's task with this instruction (judged by its predicate)."""
+    from devices.sim import find_suite
+
+    suite = find_suite("complex")
+    matches = [t for t in suite.tasks if t.instruction.strip().lower() == instruction.lower()]
+    assert matches, f"the complex suite has no task '{instruction}'"
+    return matches[0]
+
+
+def order_latte(user: User, instruction: str = LATTE, *, suite: bool = True) -> Task:
+    device = Device.objects.get(name="sim-1")
+    if suite:
+        task = suite_task_for(instruction)
+        return services.create_task(user, device, task.instruction, threshold=0,
+                                    suite="complex", suite_task=task.id)
+    return services.create_task(user, device, instruction, threshold=0)
+
+
+def open_question(task: Task) -> Ticket:
+    return Ticket.objects.get(task=task, kind="clarification", status=TicketStatus.OPEN)
+
+
+def other_end_user() -> User:
+    other = User.objects.create_user("mallory", password="pw-for-tests-2")
+    other.groups.add(Group.objects.get(name="end_users"))
+    return other
+
+
+def asks(question: str, options=("Small", "Large")):
+    """One scripted proposal: the model asks ``question``."""
+    return [Proposal(action=None, confidence=2.0,
+                     clarification=Clarification(question, list(options)))]
+
+
+# --- the Coffee order ----------------------------------------------------------------
+
+def test_an_open_sweetness_is_asked_once_and_the_chat_answer_completes_the_order(
+        demo, inline_steps, phones):
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+
+    task.refresh_from_db()
+    assert task.status == TaskStatus.WAITING_USER
+    ticket = open_question(task)
+    assert "sweet" in ticket.question.lower()
+    assert [o.lower() for o in ticket.options] == ["no sugar", "less sweet", "regular"]
+    question = task.messages.get(sender=Message.Sender.AGENT)
+    assert question.ticket_id == ticket.id and question.options == ticket.options
+    assert not inline_steps.pending  # no worker waits for the user
+
+    services.post_message(task, demo["user"], "Less sweet")
+    inline_steps.drain()
+
+    task.refresh_from_db()
+    ticket.refresh_from_db()
+    assert (ticket.status, ticket.decision, ticket.answer) == ("resolved", "answer", "Less sweet")
+    assert task.answers == ["Less sweet"]
+    assert task.status == TaskStatus.SUCCEEDED and task.success is True
+    assert task.clarifications == 1 and Ticket.objects.filter(task=task).count() == 1
+    assert phones.device("sim-1").state_vars["coffee.sweetness"] == "less"
+    record = ticket.training
+    assert (record.question, record.answer) == (ticket.question, "Less sweet")
+    assert record.decision == "answer" and record.score_label is None
+
+
+def test_the_order_with_the_sweetness_named_asks_nothing(demo, inline_steps, phones):
+    task = order_latte(demo["user"], "Order a medium hot latte, less sweet", suite=False)
+    inline_steps.drain()
+
+    task.refresh_from_db()
+    assert task.status == TaskStatus.SUCCEEDED
+    assert task.clarifications == 0 and not task.tickets.exists()
+    state = phones.device("sim-1").state_vars
+    assert state["coffee.ordered"] is True
+    assert (state["coffee.drink"], state["coffee.size"], state["coffee.temp"],
+            state["coffee.sweetness"]) == ("latte", "medium", "hot", "less")
+
+
+def test_the_same_question_is_never_asked_twice(demo, scripted, inline_steps):
+    question = "Which size would you like: small or large?"
+    scripted(asks(question) + asks(question))
+    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                "Open the settings", threshold=0, backend="scripted")
+    inline_steps.drain()
+    services.post_message(task, demo["user"], "Large")
+    inline_steps.drain()
+
+    task.refresh_from_db()
+    assert task.asked == [question] and task.answers == ["Large"]
+    assert task.clarifications == 1
+    assert task.messages.filter(sender=Message.Sender.AGENT).count() == 1
+    # The model repeated itself: a person decides, the user is not asked again.
+    second = task.tickets.exclude(kind="clarification").get()
+    assert (second.kind, second.reason) == ("intervention", "ambiguous_intent")
+    assert task.status == TaskStatus.WAITING_OPERATOR
+
+
+# --- escalation ----------------------------------------------------------------------
+
+def test_an_unanswered_question_escalates_to_the_operators_once(demo, inline_steps,
+                                                                 django_capture_on_commit_callbacks):
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+    ticket = open_question(task)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.escalate_clarification(ticket.id) is True
+    assert services.escalate_clarification(ticket.id) is False  # the timer fired twice
+
+    ticket.refresh_from_db()
+    assert ticket.escalated and ticket.status == TicketStatus.OPEN
+    notes = task.messages.filter(sender=Message.Sender.SYSTEM)
+    assert notes.count() == 1 and "operator" in notes.get().text
+    # Operators see it in their open queue.
+    client = Client()
+    client.force_login(demo["operator"])
+    queue = client.get("/api/tickets?status=open").json()
+    assert [(t["id"], t["escalated"]) for t in queue] == [(str(ticket.id), True)]
+
+
+def test_escalation_is_scheduled_with_the_configured_timeout(demo, inline_steps, settings,
+                                                             monkeypatch):
+    from agents import tasks
+
+    settings.KAIROS_CLARIFICATION_TIMEOUT = 7
+    calls = []
+    monkeypatch.setattr(tasks.escalate_clarification_task, "apply_async",
+                        lambda args, countdown: calls.append((args, countdown)))
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+
+    assert calls == [((str(open_question(task).id),), 7.0)]
+
+
+def test_an_operator_answers_an_escalated_question_for_the_user(demo, inline_steps, phones):
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+    ticket = open_question(task)
+    services.escalate_clarification(ticket.id)
+
+    client = Client()
+    client.force_login(demo["operator"])
+    response = client.post(f"/api/tickets/{ticket.id}/resolve",
+                           {"decision": "answer", "answer": "Less sweet"},
+                           content_type="application/json")
+    assert response.status_code == 200
+    inline_steps.drain()
+
+    task.refresh_from_db()
+    assert task.answers == ["Less sweet"] and task.status == TaskStatus.SUCCEEDED
+    note = task.messages.filter(sender=Message.Sender.OPERATOR).get()
+    assert note.text == "An operator answered for you: Less sweet"
+    assert Ticket.objects.get(id=ticket.id).training.operator == demo["operator"]
+
+
+def test_the_user_may_still_answer_after_an_operator_claimed_the_question(demo, inline_steps):
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+    ticket = open_question(task)
+    services.escalate_clarification(ticket.id)
+    services.claim_ticket(ticket, demo["operator"])
+
+    services.post_message(task, demo["user"], "Less sweet")
+
+    ticket.refresh_from_db()
+    assert (ticket.status, ticket.answer, ticket.resolved_by) == (
+        "resolved", "Less sweet", demo["user"])
+    with pytest.raises(services.Conflict, match="no longer open"):
+        services.resolve_ticket(ticket, demo["operator"], "answer", answer="Regular")
+    assert Task.objects.get(id=task.id).answers == ["Less sweet"]
+
+
+def test_an_operator_may_abort_an_escalated_question(demo, inline_steps):
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+    ticket = open_question(task)
+    services.escalate_clarification(ticket.id)
+
+    services.resolve_ticket(ticket, demo["operator"], "abort")
+
+    task.refresh_from_db()
+    assert task.status == TaskStatus.ABORTED and not inline_steps.pending
+
+
+# --- bad input -----------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, error", [
+    ("", "empty"), ("   \n ", "empty"), ("x" * 5000, "5000 characters; at most 2000"),
+    (None, "empty"), (42, "empty"),
+])
+def test_a_bad_answer_is_refused_and_the_question_stays_open(demo, inline_steps, text, error):
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+
+    with pytest.raises(services.ServiceError, match=error):
+        services.post_message(task, demo["user"], text)
+
+    assert open_question(task).status == TicketStatus.OPEN
+    assert not task.messages.filter(sender=Message.Sender.USER).exists()
+    assert Task.objects.get(id=task.id).status == TaskStatus.WAITING_USER
+
+
+def test_html_in_an_answer_is_kept_as_text_and_rendered_escaped(demo, inline_steps):
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+    evil = '<script>alert("x")</script><img src=x onerror=alert(1)>'
+
+    services.post_message(task, demo["user"], evil)
+
+    assert Task.objects.get(id=task.id).answers == [evil]  # stored verbatim, never run
+    client = Client()
+    client.force_login(demo["user"])
+    page = client.get(f"/tasks/{task.id}/").content.decode()
+    assert evil not in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+
+
+def test_an_answer_to_a_closed_question_is_a_conflict(demo, inline_steps):
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+    ticket = open_question(task)
+    services.post_message(task, demo["user"], "Less sweet", ticket_id=str(ticket.id))
+
+    with pytest.raises(services.Conflict, match="already closed"):
+        services.post_message(task, demo["user"], "Regular", ticket_id=str(ticket.id))
+    assert Task.objects.get(id=task.id).answers == ["Less sweet"]
+
+    client = Client()
+    client.force_login(demo["operator"])
+    response = client.post(f"/api/tickets/{ticket.id}/resolve",
+                           {"decision": "answer", "answer": "Regular"},
+                           content_type="application/json")
+    assert response.status_code == 409 and "no longer open" in response.json()["detail"]
+
+
+def test_an_end_user_cannot_answer_or_see_someone_elses_task(demo, inline_steps):
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+    mallory = other_end_user()
+    client = Client()
+    client.force_login(mallory)
+
+    response = client.post(f"/api/tasks/{task.id}/messages", {"text": "Regular"},
+                           content_type="application/json")
+    assert response.status_code == 404 and response.json()["detail"] == "no such task"
+    assert client.get(f"/api/tasks/{task.id}").status_code == 404
+    assert client.get(f"/tasks/{task.id}/").status_code == 404
+    assert client.post(f"/tasks/{task.id}/", {"text": "Regular"}).status_code == 404
+    resolve = client.post(f"/api/tickets/{open_question(task).id}/resolve",
+                          {"decision": "answer", "answer": "Regular"},
+                          content_type="application/json")
+    assert resolve.status_code == 403 and "operators" in resolve.json()["detail"]
+    assert client.get("/api/tasks").json() == []
+    with pytest.raises(services.Forbidden):
+        services.post_message(task, mallory, "Regular")
+    assert open_question(task).status == TicketStatus.OPEN
+
+
+def test_api_errors_for_bad_answers_are_json_with_a_detail(demo, inline_steps):
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+    client = Client()
+    client.force_login(demo["user"])
+
+    for text, status in (("", 400), ("y" * 5000, 400)):
+        response = client.post(f"/api/tasks/{task.id}/messages", {"text": text},
+                               content_type="application/json")
+        assert response.status_code == status and response.json()["detail"]
+    assert open_question(task).status == TicketStatus.OPEN
+
+
+def test_the_task_page_shows_the_question_with_quick_replies_and_no_operator_controls(
+        demo, inline_steps):
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+    ticket = open_question(task)
+    client = Client()
+    client.force_login(demo["user"])
+
+    page = client.get(f"/tasks/{task.id}/").content.decode()
+
+    assert ticket.question in page.replace("&#x27;", "'")
+    for option in ticket.options:
+        assert f'value="{option}" class="quick-reply"' in page
+    for control in ("Approve", "Take over", "Hand back", "data-ticket-id"):
+        assert control not in page
+    # A quick reply posted by the page's form answers that question.
+    response = client.post(f"/tasks/{task.id}/", {"text": "Less sweet", "ticket": str(ticket.id)})
+    assert response.status_code == 302
+    assert Task.objects.get(id=task.id).answers == ["Less sweet"]
+    assert Ticket.objects.get(id=ticket.id).status == TicketStatus.RESOLVED
+    assert task.steps.filter(status=StepStatus.ANSWERED).count() == 1

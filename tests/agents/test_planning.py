@@ -1,0 +1,87 @@
+"""D-PoT helpers: compact history, goal splitting, references to similar goals."""
+from __future__ import annotations
+
+from agents.planning import (
+    ReferenceIndex, compact_history, estimate_tokens, react_history, split_goal,
+)
+from agents.recommend import format_elements
+from tests.agents.screens import HEIGHT, WIDTH, entry, settings_screen
+
+HISTORY = [
+    entry(1, {"type": "OPENAPP", "app": "Settings"}),
+    entry(2, {"type": "CLICK", "x": 955, "y": 280}, summary="CLICK 'Wi-Fi'"),
+    entry(3, {"type": "CLICK", "x": 955, "y": 460}, summary="CLICK 'Bluetooth'", by="operator"),
+    entry(4, {"type": "TYPE", "text": "hello"}, changed=False),
+]
+
+
+def test_compact_history_is_one_numbered_line_per_step() -> None:
+    assert compact_history(HISTORY) == (
+        "step 1: OPENAPP Settings\n"
+        "step 2: CLICK 'Wi-Fi'\n"
+        "step 3: CLICK 'Bluetooth' [operator]\n"
+        'step 4: TYPE "hello" (no change)'
+    )
+    assert compact_history([]) == ""
+
+
+def test_compact_history_is_about_four_times_smaller_than_react() -> None:
+    screen = format_elements(settings_screen(wifi_on=False).nodes, WIDTH, HEIGHT)
+    thoughts = ["I need to open Settings first.", "The Wi-Fi switch is off; clicking it.",
+                "Bluetooth must be turned on too.", "Typing the text into the field."]
+    react = react_history(HISTORY, thoughts=thoughts, observations=[screen] * len(HISTORY))
+    assert "Thought: The Wi-Fi switch is off" in react and "Observation: #" in react
+    assert estimate_tokens(react) >= 4 * estimate_tokens(compact_history(HISTORY))
+
+
+def test_split_goal_separates_actions_not_objects() -> None:
+    assert split_goal("Turn off WiFi, then enable bluetooth") == ["Turn off WiFi", "enable bluetooth"]
+    assert split_goal("Turn on Wifi, then open the Clock app") == ["Turn on Wifi", "open the Clock app"]
+    assert split_goal("Search for headphones and add the first result to the cart") == [
+        "Search for headphones", "add the first result to the cart"]
+    assert split_goal("Open Settings. Turn on Wi-Fi") == ["Open Settings", "Turn on Wi-Fi"]
+    assert split_goal("Order a latte with milk and sugar") == ["Order a latte with milk and sugar"]
+    assert split_goal("turn on Wi-Fi and Bluetooth") == ["turn on Wi-Fi", "turn on Bluetooth"]
+    assert split_goal("Set an alarm for 7.30 and then open Clock") == [
+        "Set an alarm for 7.30", "open Clock"]
+    assert split_goal("") == []
+
+
+def test_split_goal_never_splits_quoted_text() -> None:
+    assert split_goal('Send Alice "Hi, and then bye" then open Clock') == [
+        'Send Alice "Hi, and then bye"', "open Clock"]
+
+
+def test_reference_index_returns_the_most_similar_goals() -> None:
+    index = ReferenceIndex([
+        "Turn on Wi-Fi",
+        "Set an alarm for 7:00 AM",
+        "Turn off Bluetooth",
+        "Order a latte with no sugar",
+    ])
+    index.add("Turn off Wi-Fi and turn on Bluetooth")
+    assert len(index) == 5
+    assert index.most_similar("Please turn WiFi off", k=2) == [
+        "Turn on Wi-Fi", "Turn off Wi-Fi and turn on Bluetooth"]
+    assert index.most_similar("order a cappuccino", k=1) == ["Order a latte with no sugar"]
+    assert index.most_similar("quantum chromodynamics") == []
+
+
+def test_reference_index_uses_the_embedding_function_when_given() -> None:
+    calls: list[str] = []
+
+    def embed(text: str) -> list[float]:
+        calls.append(text)
+        # a toy "embedding": coffee-ness and alarm-ness
+        lowered = text.lower()
+        return [float("coffee" in lowered or "latte" in lowered), float("wake" in lowered or "alarm" in lowered)]
+
+    index = ReferenceIndex(["Order a latte", "Set an alarm for 7"], embed=embed)
+    assert index.most_similar("wake me up at six", k=1) == ["Set an alarm for 7"]
+    assert "wake me up at six" in calls
+
+
+def test_estimate_tokens_tracks_text_length() -> None:
+    assert estimate_tokens("") == 0
+    assert 2 <= estimate_tokens("hello world") <= 4
+    assert estimate_tokens("step 1: CLICK 'Wi-Fi'") < estimate_tokens("step 1: CLICK 'Wi-Fi' " * 4)

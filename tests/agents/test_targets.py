@@ -1,0 +1,23 @@
+"""The heuristic baseline's targets at γ = 4 on every bundled suite (oracle operator).
+
+A person must be asked whenever needed (TSR = 1.0, intervention recall ≥ 0.90), the agent
+must be right when it acts alone (autonomy precision ≥ 0.95), and it must not lean on
+people for most steps (interventions ≤ 40 % of steps). These are what an admin tuning γ
+relies on; a change to the heuristic, the guards or the simulator that breaks one fails here.
+"""
+from __future__ import annotations
+
+import pytest
+
+from agents.evaluation import evaluate_suite
+
+
+@pytest.mark.parametrize("suite", ["toggles", "complex", "everyday"])
+def test_the_baseline_meets_its_targets_at_gamma_4(suite):
+    result = evaluate_suite(suite, "heuristic", [4], operator="oracle", jobs=2)
+    metrics = result["results"][0]
+    failed = [t["task"] for t in metrics["per_task"] if not t["success"]]
+    assert metrics["tsr"] == 1.0, f"tasks that failed: {failed}"
+    assert metrics["autonomy_precision"] >= 0.95
+    assert metrics["intervention_recall"] is None or metrics["intervention_recall"] >= 0.90
+    assert metrics["interventions_per_task"] <= 0.40 * metrics["steps_per_task"]

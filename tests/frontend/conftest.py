@@ -1,0 +1,155 @@
+"""A real Kairos server and a real Chromium for browser tests.
+
+The server is ``manage.py serve`` in its own process — the embedded default on a fresh
+SQLite file, seeded with ``seed_demo`` — exactly what ``make demo`` runs. Tests talk to it
+only as users do: through the browser, the JSON API and WebSockets.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "var" / "test-artifacts"
+PASSWORD = "kairos-test-pw"
+CHROMIUM_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class KairosServer:
+    def __init__(self, base_url: str, env: dict[str, str]):
+        self.url = base_url
+        self.env = env
+
+    def manage(self, *args: str) -> str:
+        out = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
+                             capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed: {out.stderr[-2000:]}")
+        return out.stdout
+
+    def token(self, username: str) -> str:
+        return self.manage("create_token", username).strip()
+
+    def api(self, method: str, path: str, token: str, body: Any = None) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            self.url + path, data=data, method=method,
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"null")
+
+
+def _wait_ready(url: str, process: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"kairos serve exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            pass
+        time.sleep(0.1)  # polling a server's readiness: there is no event to await
+    raise RuntimeError("kairos serve did not become ready")
+
+
+@pytest.fixture(scope="session")
+def kairos_server(tmp_path_factory) -> Iterator[KairosServer]:
+    var = tmp_path_factory.mktemp("kairos-var")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DATABASE_URL", "REDIS_URL", "KAIROS_TEST_REDIS_URL")}
+    env.update({"DEBUG": "1", "KAIROS_VAR_DIR": str(var), "PYTHONUNBUFFERED": "1",
+                "DJANGO_SETTINGS_MODULE": "kairos_web.settings",
+                "KAIROS_CLARIFICATION_TIMEOUT": os.environ.get(
+                    "KAIROS_TEST_CLARIFICATION_TIMEOUT", "3")})
+    port = _free_port()
+    server = KairosServer(f"http://127.0.0.1:{port}", env)
+    server.manage("migrate", "--noinput")
+    server.manage("seed_demo", "--password", PASSWORD)
+    log = open(var / "serve.log", "w")
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_ready(server.url, process)
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+# Per module, not per session: Playwright's sync API keeps an event loop running on the
+# main thread while it is open, which would break any async test collected after it.
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    path = chromium_path()
+    if path is None:
+        if os.environ.get("KAIROS_REQUIRE_SERVICES") == "1":
+            pytest.fail("Debian's chromium is not installed (.ci/run installs it)")
+        pytest.skip("Debian's chromium is not installed")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def login(browser, kairos_server):
+    """``login(username)`` → a logged-in page in a fresh browser context."""
+    contexts = []
+
+    def _login(username: str) -> Any:
+        context = browser.new_context(viewport={"width": 1360, "height": 900})
+        contexts.append(context)
+        page = context.new_page()
+        page.goto(kairos_server.url + "/login/")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_load_state("networkidle")
+        return page
+
+    yield _login
+    for context in contexts:
+        context.close()
+
+
+def save_screenshot(page: Any, name: str) -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

@@ -1,0 +1,187 @@
+"""The operator console in a real Chromium against a real ``serve`` process.
+
+Tasks are created through the API with threshold 5, so every proposal of the heuristic
+backend is below γ and opens a ticket: the agent waits for a person at every step.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.frontend.conftest import PASSWORD, save_screenshot
+
+pytestmark = pytest.mark.browser
+
+TIMEOUT = 20_000  # ms; the first step includes a cold device observation
+
+
+@pytest.fixture(scope="module")
+def operator_token(kairos_server) -> str:
+    return kairos_server.token("operator")
+
+
+@pytest.fixture
+def task_factory(kairos_server, operator_token):
+    """Create low-confidence tasks; abort whatever is still running afterwards."""
+    created: list[str] = []
+
+    def _create(instruction: str = "Turn on Wi-Fi", device: str = "sim-1") -> dict[str, Any]:
+        # A unique suffix lets the test find its own rows in a shared queue.
+        text = f"{instruction} [{uuid.uuid4().hex[:6]}]"
+        status, task = kairos_server.api("POST", "/api/tasks", operator_token, {
+            "instruction": text, "device": device, "threshold": 5})
+        assert status == 201, task
+        created.append(task["id"])
+        return task
+
+    yield _create
+    for task_id in created:
+        kairos_server.api("POST", f"/api/tasks/{task_id}/abort", operator_token)
+
+
+def queue_row(page: Any, task: dict[str, Any], exclude: str | None = None) -> Any:
+    """The queue row of ``task``'s open ticket, waiting for it to arrive live."""
+    rows = page.locator("#queue tbody tr[data-ticket-id]", has_text=task["instruction"][:59])
+    if exclude:
+        rows = rows.locator(f"xpath=self::*[not(@data-ticket-id='{exclude}')]")
+    expect(rows.first).to_be_visible(timeout=TIMEOUT)
+    return rows.first
+
+
+def open_ticket(page: Any, row: Any) -> str:
+    ticket_id = row.get_attribute("data-ticket-id")
+    row.locator("a").click()
+    expect(page).to_have_url(re.compile(rf"/console/tickets/{ticket_id}/$"))
+    # Opening a ticket claims it for this operator.
+    expect(page.locator("#holder")).to_contain_text("held by you", timeout=TIMEOUT)
+    return ticket_id
+
+
+def test_a_new_ticket_appears_without_reload_and_approve_moves_the_task_on(
+        login, kairos_server, operator_token, task_factory):
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    expect(page.locator("#queue-live")).to_have_class(re.compile(r"\bon\b"))
+    task = task_factory()
+
+    row = queue_row(page, task)
+    expect(row).to_contain_text("Low confidence")
+    expect(row).to_contain_text("sim-1")
+    expect(page.locator(".device-tile img").first).to_have_attribute("data-frames", re.compile(r"\d+"))
+    save_screenshot(page, "console-queue")
+
+    ticket_id = open_ticket(page, row)
+    expect(page.locator("#overlay #proposal > *").first).to_be_attached()
+    expect(page.get_by_text("Keys:")).to_be_visible()
+    save_screenshot(page, "console-ticket")
+    _, ticket = kairos_server.api("GET", f"/api/tickets/{ticket_id}", operator_token)
+    page.get_by_role("button", name="Approve", exact=True).click()
+    expect(page).to_have_url(kairos_server.url + "/console/")
+
+    # The approved step runs, and the agent proposes the next one: a new ticket arrives.
+    queue_row(page, task, exclude=ticket_id)
+    _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+    first = next(s for s in detail["steps"] if s["index"] == ticket["step"])
+    assert first["action"] == ticket["proposed_action"]
+    assert first["by"] == "agent"
+    assert any(s["index"] > ticket["step"] for s in detail["steps"])
+    assert next(t for t in detail["tickets"] if t["id"] == ticket_id)["decision"] == "approve"
+
+
+def test_edit_by_clicking_the_screenshot_executes_a_click_there(
+        login, kairos_server, operator_token, task_factory):
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    task = task_factory("Set an alarm for 6:45 in Clock")
+    ticket_id = open_ticket(page, queue_row(page, task))
+
+    page.keyboard.press("e")  # the E shortcut opens the editor
+    expect(page.locator("#editor")).to_be_visible()
+    shot = page.locator("#screenshot")
+    box = shot.bounding_box()
+    shot.click(position={"x": box["width"] * 0.5, "y": box["height"] * 0.3})
+    expected = (round(0.5 * 1080), round(0.3 * 2400))
+    expect(page.locator("#edit-x")).not_to_have_value("")
+    save_screenshot(page, "console-edit")
+    page.get_by_role("button", name="Send edit").click()
+    expect(page).to_have_url(kairos_server.url + "/console/")
+    queue_row(page, task, exclude=ticket_id)  # executed, and the agent went on
+
+    _, ticket = kairos_server.api("GET", f"/api/tickets/{ticket_id}", operator_token)
+    _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+    step = next(s for s in detail["steps"] if s["index"] == ticket["step"])
+    assert step["action"]["type"] == "CLICK"
+    assert step["by"] == "operator"
+    assert abs(step["action"]["x"] - expected[0]) <= 4
+    assert abs(step["action"]["y"] - expected[1]) <= 4
+
+
+def test_take_over_drives_the_phone_and_hand_back_resumes_the_agent(
+        login, kairos_server, operator_token, task_factory):
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    task = task_factory("Set an alarm for 7:30 in Clock")
+    ticket_id = open_ticket(page, queue_row(page, task))
+
+    page.keyboard.press("t")  # the T shortcut takes over
+    live = page.locator("#live-img")
+    expect(live).to_have_attribute("data-frames", re.compile(r"\d+"), timeout=TIMEOUT)
+    _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+    assert detail["status"] == "taken_over"
+
+    # Tap the middle of the live screen: recorded as an operator step.
+    live.click()
+    expect(page.locator("#timeline li[data-step]")).to_have_count(1, timeout=TIMEOUT)
+    expect(page.locator("#flash")).to_contain_text("Sent CLICK")
+    page.get_by_role("button", name="Home", exact=True).click()
+    expect(page.locator("#timeline li[data-step]")).to_have_count(2, timeout=TIMEOUT)
+    save_screenshot(page, "console-takeover")
+
+    _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+    by_operator = [s for s in detail["steps"] if s["by"] == "operator"]
+    assert [s["action"]["type"] for s in by_operator] == ["CLICK", "PRESS_HOME"]
+    tap = by_operator[0]["action"]
+    assert abs(tap["x"] - 540) <= 30 and abs(tap["y"] - 1200) <= 30
+
+    page.get_by_role("button", name="Hand back", exact=True).click()
+    expect(page).to_have_url(kairos_server.url + "/console/")
+    queue_row(page, task, exclude=ticket_id)  # the agent resumed and asks again
+    _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+    assert detail["status"] in ("running", "waiting_operator")
+    assert detail["steps"][-1]["by"] == "agent"
+
+
+def test_a_second_operator_sees_who_holds_a_ticket_and_cannot_claim_it(
+        login, kairos_server, operator_token, task_factory):
+    kairos_server.manage("shell", "-c", (
+        "from django.contrib.auth.models import Group, User\n"
+        "u, _ = User.objects.get_or_create(username='operator2')\n"
+        f"u.set_password('{PASSWORD}'); u.save()\n"
+        "u.groups.add(Group.objects.get(name='operators'))\n"))
+    first = login("operator")
+    first.goto(kairos_server.url + "/console/")
+    task = task_factory()
+    ticket_id = open_ticket(first, queue_row(first, task))
+
+    second = login("operator2")
+    second.goto(kairos_server.url + "/console/")
+    row = second.locator(f'#queue tr[data-ticket-id="{ticket_id}"]')
+    expect(row.locator("td.holder")).to_have_text("operator")
+    expect(row.get_by_role("button", name="Claim")).to_have_count(0)
+    save_screenshot(second, "console-held-by-other")
+
+    second.goto(kairos_server.url + f"/console/tickets/{ticket_id}/")
+    expect(second.locator("#holder")).to_contain_text("held by operator")
+    expect(second.get_by_role("button", name="Approve", exact=True)).to_be_disabled()
+    status, body = kairos_server.api("POST", f"/api/tickets/{ticket_id}/claim",
+                                     kairos_server.token("operator2"))
+    assert status == 409 and "operator" in body["detail"]
+
+    # Released by its holder, it is free again for the second operator, live.
+    first.get_by_role("button", name="Release", exact=True).click()
+    expect(second.locator("#holder")).to_contain_text("Ticket open")
+    expect(second.get_by_role("button", name="Claim", exact=True)).to_be_visible()

@@ -1,0 +1,35 @@
+"""Server-rendered pages: who sees which surface."""
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_login_page_works_without_javascript(client):
+    response = client.get("/login/")
+    assert response.status_code == 200
+    assert b'name="username"' in response.content and b'name="password"' in response.content
+
+
+def test_anonymous_visitors_are_sent_to_login(client):
+    response = client.get("/tasks/")
+    assert response.status_code == 302 and response.url.startswith("/login/")
+
+
+def test_end_users_are_offered_only_their_own_surfaces(client, demo):
+    client.force_login(demo["user"])
+    page = client.get("/tasks/").content.decode()
+    assert "My tasks" in page
+    assert 'href="/console/"' not in page and 'href="/review/"' not in page
+    assert client.get("/console/").status_code == 403
+    assert client.get("/review/").status_code == 403
+
+
+def test_operators_see_the_console_and_admins_the_review(client, demo):
+    client.force_login(demo["operator"])
+    page = client.get("/console/").content.decode()
+    assert 'href="/console/"' in page and 'href="/review/"' not in page
+    client.force_login(demo["admin"])
+    page = client.get("/review/").content.decode()
+    assert 'href="/review/"' in page and "Handoffs" in page

@@ -1,0 +1,110 @@
+"""The end user's task page in a real Chromium against a real ``manage.py serve``."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.frontend.conftest import save_screenshot
+
+pytestmark = pytest.mark.browser
+
+LATTE = "Order a medium hot latte"
+
+
+def start_task(page, server, device: str) -> str:
+    page.goto(server.url + "/tasks/")
+    page.fill("textarea[name=instruction]", LATTE)
+    page.select_option("select[name=device]", label=device)
+    page.fill("input[name=threshold]", "0")
+    page.click("button:has-text('Start task')")
+    page.wait_for_url(re.compile(r"/tasks/[0-9a-f-]{36}/$"))
+    return page.url.rstrip("/").rsplit("/", 1)[-1]
+
+
+def test_the_user_answers_the_question_with_a_quick_reply_and_sees_the_order_succeed(
+        login, kairos_server):
+    from playwright.sync_api import expect
+
+    page = login("user")
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    start_task(page, kairos_server, "sim-1")
+
+    status = page.locator("#task-status")
+    question = page.locator("#chat li.from-agent", has_text="sweetness")
+    expect(question).to_be_visible(timeout=30_000)
+    expect(status).to_have_text("Waiting for your answer")
+    expect(page.locator("#live-screen")).to_be_visible()  # frames arrive over the socket
+    assert page.locator("#live-screen").get_attribute("src").startswith("blob:")
+    save_screenshot(page, "task-question")
+
+    question.get_by_role("button", name="Less sweet").click()
+
+    expect(page.locator("#chat li.from-user", has_text="Less sweet")).to_be_visible()
+    expect(status).to_have_text("Succeeded", timeout=30_000)
+    expect(page.locator("#task-now")).to_have_text("Finished.")
+    expect(page.locator("#steps")).to_contain_text("Place order")
+    expect(question.get_by_role("button", name="Regular")).to_be_disabled()
+    for control in ("Approve", "Take over", "Hand back"):
+        expect(page.get_by_role("button", name=control)).to_have_count(0)
+    save_screenshot(page, "task-succeeded")
+
+    # Free text after the end: HTML stays text and runs nothing.
+    evil = '<img src=x onerror="alert(1)"><b>bold?</b>'
+    page.fill("#chat-text", evil)
+    page.click("#chat-form button[type=submit]")
+    mine = page.locator("#chat li.from-user").last
+    expect(mine).to_contain_text(evil)
+    expect(page.locator("#chat img, #chat li.from-user b:has-text('bold?')")).to_have_count(0)
+    expect(page.locator("#chat-text")).to_have_value("")
+
+    # Too long: a clear error and the text is kept for editing.
+    page.fill("#chat-text", "x" * 5000)
+    page.click("#chat-form button[type=submit]")
+    expect(page.locator("#chat-error")).to_contain_text("at most 2000")
+    expect(page.locator("#chat-text")).to_have_value("x" * 5000)
+    assert dialogs == []
+
+
+def test_an_unanswered_question_goes_to_the_operators_and_their_answer_shows_in_the_chat(
+        login, kairos_server):
+    from playwright.sync_api import expect
+
+    page = login("user")
+    task_id = start_task(page, kairos_server, "sim-2")
+    question = page.locator("#chat li.from-agent", has_text="sweetness")
+    expect(question).to_be_visible(timeout=30_000)
+
+    # The server's KAIROS_CLARIFICATION_TIMEOUT is 3 s in the tests.
+    expect(page.locator("#chat li.from-system")).to_contain_text(
+        "an operator has been asked", timeout=20_000)
+    operator = kairos_server.token("operator")
+    code, queue = kairos_server.api("GET", "/api/tickets?status=open", operator)
+    ticket = next(t for t in queue if t["task"] == task_id)
+    assert code == 200 and ticket["kind"] == "clarification" and ticket["escalated"]
+
+    code, _ = kairos_server.api("POST", f"/api/tickets/{ticket['id']}/resolve", operator,
+                                {"decision": "answer", "answer": "Less sweet"})
+    assert code == 200
+
+    expect(page.locator("#chat li.from-operator")).to_contain_text(
+        "An operator answered for you: Less sweet")
+    expect(page.locator("#task-status")).to_have_text("Succeeded", timeout=30_000)
+    save_screenshot(page, "task-escalated")
+
+
+def test_an_end_user_cannot_open_someone_elses_task(login, kairos_server):
+    operator = kairos_server.token("operator")
+    code, task = kairos_server.api("POST", "/api/tasks", operator,
+                                   {"instruction": "Open the clock", "device": "sim-2",
+                                    "threshold": 5})
+    assert code == 201
+    page = login("user")
+
+    response = page.goto(f"{kairos_server.url}/tasks/{task['id']}/")
+
+    assert response.status == 404
+    page.goto(kairos_server.url + "/tasks/")
+    assert page.locator(f"[data-task-id='{task['id']}']").count() == 0
+    kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator)
