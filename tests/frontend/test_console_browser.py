@@ -185,3 +185,28 @@ def test_a_second_operator_sees_who_holds_a_ticket_and_cannot_claim_it(
     first.get_by_role("button", name="Release", exact=True).click()
     expect(second.locator("#holder")).to_contain_text("Ticket open")
     expect(second.get_by_role("button", name="Claim", exact=True)).to_be_visible()
+
+
+def test_a_ticket_opened_while_the_queue_catches_up_is_not_lost(
+        login, kairos_server, operator_token, task_factory):
+    """The queue's catch-up list can be older than a live event; the event must win.
+
+    The list request is held until the ticket's ``ticket.opened`` event has drawn its row,
+    then answered with the list as it was before the ticket existed.
+    """
+    page = login("operator")
+    created: dict[str, Any] = {}
+
+    def stale_list(route: Any) -> None:
+        stale = route.fetch()  # read before the ticket exists
+        created["task"] = task_factory("Set an alarm for 8:15 in Clock")
+        queue_row(page, created["task"])  # the live event drew the row
+        route.fulfill(response=stale)
+
+    page.route(re.compile(r"/api/tickets\?status=open$"), stale_list)
+    page.goto(kairos_server.url + "/console/")
+    expect(page.locator("#queue-live")).to_have_class(re.compile(r"\bon\b"), timeout=TIMEOUT)
+    page.unroute(re.compile(r"/api/tickets\?status=open$"))
+    assert "task" in created, "the console never asked for the open tickets"
+    row = page.locator("#queue tbody tr[data-ticket-id]", has_text=created["task"]["instruction"])
+    expect(row).to_have_count(1)

@@ -171,19 +171,28 @@
       try { put(await api("POST", `/tickets/${id}/release`)); render(); } catch (e) { alert(e.message); }
     }
 
+    // Ids an event touched while a catch-up list was on its way: the list was read before
+    // the event, so for these the event is newer and the list must not undo it.
+    let touched = null;
     liveSocket("/ws/operator/", {
       async open() {
-        document.getElementById("queue-live").classList.add("on");
         // Catch up on what happened while the socket was down; events win over the list.
-        const list = await api("GET", "/tickets?status=open");
+        // The live dot turns on once the queue is caught up, not merely connected.
+        touched = new Set();
+        let list;
+        try { list = await api("GET", "/tickets?status=open"); }
+        catch (_) { touched = null; return; }  // the events still arrive; the next open retries
         const fresh = new Map(list.map((t) => [t.id, t]));
-        for (const id of [...tickets.keys()]) if (!fresh.has(id)) tickets.delete(id);
-        list.forEach(put);
+        for (const id of [...tickets.keys()]) if (!fresh.has(id) && !touched.has(id)) tickets.delete(id);
+        list.forEach((t) => { if (!touched.has(t.id)) put(t); });
+        touched = null;
         render();
+        document.getElementById("queue-live").classList.add("on");
       },
       json(msg) {
         if (msg.type === "ticket.opened" || msg.type === "ticket.claimed" || msg.type === "ticket.resolved") {
           if (msg.type === "ticket.opened") gone.delete(msg.ticket.id);
+          if (touched) touched.add(msg.ticket.id);
           put(msg.ticket);
           render();
         }
