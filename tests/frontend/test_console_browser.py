@@ -139,13 +139,22 @@ def test_take_over_drives_the_phone_and_hand_back_resumes_the_agent(
     expect(page.locator("#flash")).to_contain_text("Sent CLICK")
     page.get_by_role("button", name="Home", exact=True).click()
     expect(page.locator("#timeline li[data-step]")).to_have_count(2, timeout=TIMEOUT)
+    # Drag the finger upwards across the live screen: a swipe, sent as SCROLL UP.
+    box = live.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] * 0.75)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] * 0.25, steps=8)
+    page.mouse.up()
+    expect(page.locator("#timeline li[data-step]")).to_have_count(3, timeout=TIMEOUT)
+    expect(page.locator("#flash")).to_contain_text("Sent SCROLL UP")
     save_screenshot(page, "console-takeover")
 
     _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
     by_operator = [s for s in detail["steps"] if s["by"] == "operator"]
-    assert [s["action"]["type"] for s in by_operator] == ["CLICK", "PRESS_HOME"]
+    assert [s["action"]["type"] for s in by_operator] == ["CLICK", "PRESS_HOME", "SCROLL"]
     tap = by_operator[0]["action"]
     assert abs(tap["x"] - 540) <= 30 and abs(tap["y"] - 1200) <= 30
+    assert by_operator[2]["action"]["direction"] == "UP"
 
     page.get_by_role("button", name="Hand back", exact=True).click()
     expect(page).to_have_url(kairos_server.url + "/console/")
