@@ -62,6 +62,8 @@ _TEXT_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b(?:search|look up|look for)\s+(?:(?:in\s+)?the\s+\w+\s+)?(?:for\s+)?(.+?)(?:\s+(?:in|on|using|with)\s+(?:the\s+)?\w+(?:\s+app)?)?(?=\s+and\s|\s*,|\s*$)", re.I),
     re.compile(r"\b(?:saying|says|that says)\s*:?\s*(.+?)\s*$", re.I),
     re.compile(r"^\s*(?:text|message|tell|send|reply to|write to)\s+[^:\"']{1,40}?:\s*(.+?)\s*$", re.I),
+    # "Text Sam that I'm running late": the message is what follows "that".
+    re.compile(r"^\s*(?:text|message|tell|remind)\s+(?!me\b)[^:\"']{1,40}?\s+that\s+(.+?)\s*$", re.I),
     re.compile(r"\b(?:type|enter|write|input)\s+(.+?)(?:\s+(?:in|into)\s+(?:the\s+)?.+)?\s*$", re.I),
     re.compile(r"\b(?:named|called|titled|labell?ed)\s+(.+?)\s*$", re.I),
     re.compile(r"\b(?:directions|route|navigate|way)\s+(?:to|for)\s+(?:the\s+)?(.+?)(?:\s+(?:in|on|using|with|by)\s+.+)?\s*$", re.I),
@@ -537,6 +539,62 @@ class HeuristicBackend:
             )
         return None
 
+    def _equally_valid(self, intent: Intent, view: ScreenView,
+                       ctx: StepContext) -> Proposal | _Choice | None:
+        """Ask which one when several items on screen fit the goal equally and only words
+        the instruction does not say tell them apart ("Text Sam…" with Sam Patel and Sam
+        Rivera listed) — RecAgent §3.6: several choices equally valid. An item the
+        instruction names completely ("Latte" beside "Iced latte") is no ambiguity. Once
+        asked, the item the answer names is clicked (RecAgent Eq. 6, the refined goal)."""
+        if intent.kind not in ("click", "type") or (intent.kind == "type" and view.editables):
+            return None
+        query = intent.target.replace(intent.typed, " ") if intent.typed else intent.target
+        # Only a name can be under-specified this way: a word the instruction capitalises
+        # mid-sentence ("Sam"), not a description ("wireless ones under $100").
+        wanted = set(tokens(query)) & _names(ctx.instruction)
+        if not wanted:
+            return None
+        said = set(tokens(ctx.instruction))
+        clicked = {normalise_words(label) for label in _history_labels(ctx.history)}
+        fits: dict[frozenset[str], list[tuple[UINode, str, set[str]]]] = {}
+        for node in view.candidates:
+            label = (node.text or "").strip()
+            if (not label or is_editable(node) or _is_system_nav(node) or node.checkable
+                    or not is_tappable(node, view.nodes) or normalise_words(label) in clicked):
+                continue
+            words = set(tokens(label))
+            hit = frozenset(words & wanted)
+            if hit and len(words) <= 4:
+                fits.setdefault(hit, []).append((node, label, words - said))
+        if not fits:
+            return None
+        widest = max(len(hit) for hit in fits)
+        best = [group for hit, group in fits.items() if len(hit) == widest]
+        if len(best) != 1:
+            return None
+        items: list[tuple[UINode, str, set[str]]] = []
+        for item in best[0]:
+            if not any(_related(item[0], kept[0], view.nodes) for kept in items):
+                items.append(item)
+        labels = list(dict.fromkeys(label for _, label, _ in items))
+        if len(labels) < 2 or any(not extra for _, _, extra in items):
+            return None
+        question = f"Which one do you mean: {_or_list(labels)}?"
+        if question in ctx.asked:
+            answered = set(tokens(" ".join(ctx.answers)))
+            named = [(node, label) for node, label, extra in items if extra <= answered]
+            if len(named) != 1:
+                return None  # the answer names none of them: _click_best guesses, low
+            node, label = named[0]
+            x, y = node.center
+            return _Choice(Action(CLICK, x=x, y=y, element=label), 5.0,
+                           f"The user chose '{label}'.", [node.key])
+        return Proposal(
+            action=None, confidence=2.0, clarification=Clarification(question, labels),
+            thought=f"{_or_list(labels)} all fit '{intent.text}'; only the user knows which.",
+            current_step=f"choose between {_or_list(labels)}",
+        )
+
     # -- progress --
 
     def _status(self, intent: Intent, view: ScreenView, ctx: StepContext) -> str:
@@ -606,6 +664,9 @@ class HeuristicBackend:
             return app_step
         if intent.kind == "toggle":
             return self._toggle(intent, view, ctx)
+        question = self._equally_valid(intent, view, ctx)
+        if question is not None:
+            return question
         pick = self._pick_named_option(view, ctx)
         if pick is not None:
             return pick
@@ -1084,6 +1145,15 @@ def _word_named(word: str, goal_tokens: set[str]) -> bool:
     return len(word) >= 4 and any(
         len(g) >= 4 and g[:4] == word[:4] and abs(len(g) - len(word)) <= 3 for g in goal_tokens
     )
+
+
+def _names(text: str) -> set[str]:
+    """Words ``text`` capitalises where a sentence does not start: names ("Sam", "Maps")."""
+    out: set[str] = set()
+    for sentence in re.split(r"[.!?:;]\s+", text):
+        words = re.findall(r"[\w'’-]+", sentence)
+        out.update(tokens(" ".join(w for w in words[1:] if w[:1].isupper())))
+    return {word for word in out if len(word) > 1}  # not the "m" of "I'm"
 
 
 def _or_list(items: list[str]) -> str:

@@ -100,6 +100,31 @@ def test_the_order_with_the_sweetness_named_asks_nothing(demo, inline_steps, pho
             state["coffee.sweetness"]) == ("latte", "medium", "hot", "less")
 
 
+def test_a_name_two_contacts_share_is_asked_and_the_answer_picks_the_contact(
+        demo, inline_steps, phones):
+    task = order_latte(demo["user"], "Text Sam that I'm running late")
+    inline_steps.drain()
+
+    task.refresh_from_db()
+    assert task.status == TaskStatus.WAITING_USER
+    ticket = open_question(task)
+    assert ticket.options == ["Sam Patel", "Sam Rivera"]
+    assert "Sam Patel or Sam Rivera" in ticket.question
+
+    services.post_message(task, demo["user"], "Sam Rivera, my flatmate")
+    inline_steps.drain()
+
+    # The message is written to the contact the user named; Send still waits for a person
+    # (the sensitive-action guard asks whatever the confidence).
+    task.refresh_from_db()
+    state = phones.device("sim-1").state_vars
+    assert state["messages.to"] == "Sam Rivera"
+    assert "running late" in state["messages.body"].lower()
+    assert task.status == TaskStatus.WAITING_OPERATOR
+    assert task.tickets.get(status=TicketStatus.OPEN).reason == "sensitive_action"
+    assert task.clarifications == 1
+
+
 def test_the_same_question_is_never_asked_twice(demo, scripted, inline_steps):
     question = "Which size would you like: small or large?"
     scripted(asks(question) + asks(question))

@@ -6,7 +6,7 @@ from agents.backends.base import StepContext
 from agents.backends.heuristic import HeuristicBackend, extract_text, parse_intent
 from devices.actions import CLICK, COMPLETE, OPENAPP, TYPE
 from tests.agents.screens import (
-    APPS, COFFEE, SETTINGS, ScreenBuilder, coffee_screen, ctx, entry, settings_screen,
+    APPS, COFFEE, MESSAGES, SETTINGS, ScreenBuilder, coffee_screen, ctx, entry, settings_screen,
 )
 
 backend = HeuristicBackend()
@@ -214,6 +214,8 @@ def test_it_reads_the_text_to_type_from_the_instruction() -> None:
     assert extract_text("search for wireless mouse in Shop") == "wireless mouse"
     assert extract_text("text Bob saying running late") == "running late"
     assert extract_text("Text Priya Shah: Happy birthday, Priya!") == "Happy birthday, Priya!"
+    assert extract_text("Text Sam that I'm running late") == "I'm running late"
+    assert extract_text("Remind me that the bins go out") is None
     assert extract_text("Search the Shop for headphones") == "headphones"
     assert extract_text("Get walking directions to Central Station in Maps") == "Central Station"
     assert extract_text("Turn on Wi-Fi") is None
@@ -239,3 +241,44 @@ def test_the_registry_builds_the_heuristic_backend() -> None:
         assert "heuristic" in str(exc)
     else:
         raise AssertionError("an unknown backend name must be refused")
+
+
+def _inbox(*names: str):
+    """A conversation list: one clickable row per contact, its name and last message."""
+    s = ScreenBuilder(MESSAGES.package)
+    s.text("Messages", 60)
+    for i, name in enumerate(names):
+        top = 200 + 200 * i
+        row = s.add("android.widget.LinearLayout", bounds=(0, top, 1080, top + 180), clickable=True)
+        s.text(name, top + 20, parent=row)
+        s.text("Last message", top + 100, parent=row)
+    return s.observation()
+
+
+def test_two_contacts_that_fit_the_goal_equally_make_it_ask_which() -> None:
+    screen = _inbox("Mom", "Sam Patel", "Work group", "Sam Rivera")
+    proposal = backend.propose(ctx("Text Sam that I'm running late", screen))
+    assert proposal.action is None and proposal.clarification is not None
+    assert proposal.clarification.options == ["Sam Patel", "Sam Rivera"]
+    assert "Sam Patel or Sam Rivera" in proposal.clarification.question
+
+
+def test_the_answer_to_which_one_picks_that_contact() -> None:
+    screen = _inbox("Mom", "Sam Patel", "Work group", "Sam Rivera")
+    question = "Which one do you mean: Sam Patel or Sam Rivera?"
+    proposal = backend.propose(ctx("Text Sam that I'm running late", screen,
+                                   answers=["Sam Rivera, my flatmate"], asked=[question]))
+    assert proposal.action is not None and proposal.action.type == CLICK
+    assert proposal.action.element == "Sam Rivera"
+    assert proposal.confidence is not None and proposal.confidence >= GAMMA
+
+
+def test_a_contact_named_in_full_or_alone_on_screen_is_not_asked_about() -> None:
+    both = _inbox("Mom", "Sam Patel", "Sam Rivera")
+    named = backend.propose(ctx("Text Sam Patel that I'm running late", both))
+    assert named.clarification is None and named.action is not None
+    assert named.action.element == "Sam Patel"
+    # "Sam" exactly is a precise match beside "Sam Rivera": no question.
+    exact = backend.propose(ctx("Text Sam that I'm running late", _inbox("Sam", "Sam Rivera")))
+    assert exact.clarification is None and exact.action is not None
+    assert exact.action.element == "Sam"
