@@ -1,5 +1,13 @@
 """ASGI entry point: HTTP through Django, WebSockets through Channels."""
 import os
+import warnings
+
+# Static files (WhiteNoise) and step screenshots (django.views.static) are file responses
+# with synchronous iterators; under ASGI Django reads them in a worker thread, which is
+# right for these small files, and would otherwise warn on every single one.
+warnings.filterwarnings(
+    "ignore", message="StreamingHttpResponse must consume synchronous iterators",
+    module="django.core.handlers.asgi")
 
 from django.core.asgi import get_asgi_application
 

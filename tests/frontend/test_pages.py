@@ -12,6 +12,13 @@ def test_the_login_page_works_without_javascript(client):
     assert b'name="username"' in response.content and b'name="password"' in response.content
 
 
+def test_pages_carry_an_icon_and_favicon_ico_leads_to_it(client):
+    icon = client.get("/login/").content
+    assert b'rel="icon"' in icon and b"favicon.svg" in icon
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response.url.endswith("/frontend/favicon.svg")
+
+
 def test_anonymous_visitors_are_sent_to_login(client):
     response = client.get("/tasks/")
     assert response.status_code == 302 and response.url.startswith("/login/")
