@@ -36,9 +36,15 @@ def _free_port() -> int:
 
 
 class KairosServer:
-    def __init__(self, base_url: str, env: dict[str, str]):
+    def __init__(self, base_url: str, env: dict[str, str], log_path: Path | None = None):
         self.url = base_url
         self.env = env
+        self.log_path = log_path
+
+    def log_tail(self, lines: int = 60) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def manage(self, *args: str) -> str:
         out = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env,
@@ -87,7 +93,7 @@ def kairos_server(tmp_path_factory) -> Iterator[KairosServer]:
                 "KAIROS_CLARIFICATION_TIMEOUT": os.environ.get(
                     "KAIROS_TEST_CLARIFICATION_TIMEOUT", "3")})
     port = _free_port()
-    server = KairosServer(f"http://127.0.0.1:{port}", env)
+    server = KairosServer(f"http://127.0.0.1:{port}", env, var / "serve.log")
     server.manage("migrate", "--noinput")
     server.manage("seed_demo", "--password", PASSWORD)
     log = open(var / "serve.log", "w")
@@ -121,15 +127,31 @@ def browser() -> Iterator[Any]:
         pytest.skip("Debian's chromium is not installed")
     from playwright.sync_api import sync_playwright
 
+    from playwright.sync_api import expect
+
+    # Every awaited condition is still required; 15 s instead of Playwright's 5 s only
+    # tolerates a loaded CI machine (the server, its worker and Chromium share 2 cores).
+    expect.set_options(timeout=15_000)
     with sync_playwright() as playwright:
         instance = playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         yield instance
         instance.close()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"report_{report.when}", report)
+
+
 @pytest.fixture
-def login(browser, kairos_server):
-    """``login(username)`` → a logged-in page in a fresh browser context."""
+def login(request, browser, kairos_server):
+    """``login(username)`` → a logged-in page in a fresh browser context.
+
+    When the test fails, every page's screenshot is kept under ``var/test-artifacts`` and
+    the end of the server's log is printed, so a failure in CI explains itself.
+    """
     contexts = []
 
     def _login(username: str) -> Any:
@@ -144,6 +166,16 @@ def login(browser, kairos_server):
         return page
 
     yield _login
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        for i, context in enumerate(contexts):
+            for j, page in enumerate(context.pages):
+                try:
+                    print(f"screenshot: {save_screenshot(page, f'FAILED-{request.node.name}-{i}-{j}')}"
+                          f" of {page.url}")
+                except Exception as exc:  # a crashed page still lets the others be saved
+                    print(f"no screenshot of page {i}-{j}: {exc}")
+        print("--- end of the server's log ---\n" + kairos_server.log_tail())
     for context in contexts:
         context.close()
 
