@@ -130,6 +130,10 @@ def test_take_over_drives_the_phone_and_hand_back_resumes_the_agent(
     page.keyboard.press("t")  # the T shortcut takes over
     live = page.locator("#live-img")
     expect(live).to_have_attribute("data-frames", re.compile(r"\d+"), timeout=TIMEOUT)
+    # The live phone takes the stale step screenshot's place.
+    expect(page.locator("#shot")).to_be_hidden()
+    expect(page.locator("#shot-title")).to_contain_text("you control the phone")
+    expect(page.locator("#holder")).to_contain_text("You took over")
     _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
     assert detail["status"] == "taken_over"
 

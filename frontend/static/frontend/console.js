@@ -278,10 +278,13 @@
     const holdsIt = () => state.status === "claimed" && state.assignee === me;
     const mayAct = () => state.status === "open" || holdsIt();
 
+    const shotTitle = $("shot-title").textContent;
     function refresh() {
       const held = state.status === "claimed" && state.assignee && state.assignee !== me;
-      $("holder").textContent = `Ticket ${state.status}` +
-        (state.assignee ? ` · held by ${state.assignee === me ? "you" : state.assignee}` : "");
+      $("holder").textContent = state.takeover
+        ? "You took over · the agent waits until you hand back"
+        : `Ticket ${state.status}` +
+          (state.assignee ? ` · held by ${state.assignee === me ? "you" : state.assignee}` : "");
       $("holder").classList.toggle("held-other", !!held);
       $("claim").hidden = state.status !== "open";
       $("release").hidden = !holdsIt();
@@ -297,6 +300,9 @@
       $("abort").hidden = !(isOpen() || state.takeover);
       $("abort").disabled = state.busy || !((isOpen() && mayAct()) || state.takeover);
       $("live").hidden = !state.takeover;
+      // In control, the live phone takes the place of the step's (now stale) screenshot.
+      if ($("shot")) $("shot").hidden = state.takeover;
+      $("shot-title").textContent = state.takeover ? "Live screen — you control the phone" : shotTitle;
       $("task-status").textContent = state.taskStatus.replace("_", " ");
       $("task-status").className = "status s-" + state.taskStatus;
       if (!isOpen() && state.editing) setEditing(false);
