@@ -4,7 +4,8 @@ from __future__ import annotations
 from agents.backends import get_backend
 from agents.backends.base import StepContext
 from agents.backends.heuristic import HeuristicBackend, extract_text, parse_intent
-from devices.actions import CLICK, COMPLETE, OPENAPP, TYPE
+from devices.actions import CLICK, COMPLETE, OPENAPP, PRESS_ENTER, TYPE
+from devices.protocol import AppInfo
 from tests.agents.screens import (
     APPS, COFFEE, MESSAGES, SETTINGS, ScreenBuilder, coffee_screen, ctx, entry, settings_screen,
 )
@@ -282,3 +283,82 @@ def test_a_contact_named_in_full_or_alone_on_screen_is_not_asked_about() -> None
     exact = backend.propose(ctx("Text Sam that I'm running late", _inbox("Sam", "Sam Rivera")))
     assert exact.clarification is None and exact.action is not None
     assert exact.action.element == "Sam"
+
+
+SHOP = AppInfo("Shop", "com.example.shop", "Buy products")
+
+
+def _shop(*texts: str, buttons: tuple[str, ...] = (), search: str | None = None,
+          colour: str | None = "Black"):
+    """A shop screen: plain texts, an optional search field, a Colour group, buttons."""
+    s = ScreenBuilder(SHOP.package)
+    top = 60
+    if search is not None:
+        s.add("android.widget.EditText", bounds=(48, top, 1032, top + 120), clickable=True,
+              focusable=True, text=search, content_desc="Search products")
+        top += 200
+    for text in texts:
+        s.text(text, top)
+        top += 120
+    if colour is not None:
+        group = s.add("android.widget.RadioGroup", bounds=(0, top, 1080, top + 360))
+        for i, label in enumerate(["Black", "White", "Blue"]):
+            s.add("android.widget.RadioButton", parent=group, text=label, checkable=True,
+                  clickable=True, checked=label == colour,
+                  bounds=(48, top + 120 * i, 700, top + 120 * i + 100))
+        top += 400
+    for label in buttons:
+        s.button(label, top)
+        top += 160
+    return s.observation()
+
+
+def _buy(instruction: str, observation, **kwargs):
+    return backend.propose(ctx(instruction, observation, apps=(SHOP,), **kwargs))
+
+
+def test_buying_goes_from_the_product_page_to_add_to_cart_then_on_to_pay() -> None:
+    product = _shop("Pulse Sport Earbuds", "$39", buttons=("Add to cart",))
+    proposal = _buy("Buy the Pulse Sport Earbuds in black", product)
+    assert proposal.action is not None and proposal.action.element == "Add to cart"
+    assert proposal.confidence is not None and proposal.confidence >= GAMMA
+
+    cart = _shop("Pulse Sport Earbuds", "Quantity: 1", buttons=("Remove", "Checkout"), colour=None)
+    proposal = _buy("Buy the Pulse Sport Earbuds in black", cart)
+    assert proposal.action is not None and proposal.action.element == "Checkout"
+
+    pay = _shop("Pulse Sport Earbuds × 1", buttons=("Pay",), colour=None)
+    proposal = _buy("Buy the Pulse Sport Earbuds in black", pay,
+                    history=[entry(0, {"type": "CLICK", "x": 540, "y": 806}, "CLICK 'Checkout'")])
+    assert proposal.action is not None and proposal.action.element == "Pay"
+
+
+def test_adding_to_the_cart_stops_at_add_to_cart() -> None:
+    added = _shop("Added to cart", "Pulse Sport Earbuds (black) is in your cart.",
+                  buttons=("Keep shopping", "View cart"), colour=None)
+    proposal = _buy("Add the Pulse Sport Earbuds in black to my cart", added,
+                    history=[entry(0, {"type": "CLICK", "x": 540, "y": 1347}, "CLICK 'Add to cart'")])
+    assert proposal.action is not None and proposal.action.element != "View cart"
+
+
+def test_the_funnel_waits_for_open_choices_and_doubts_a_page_of_another_item() -> None:
+    unchosen = _shop("Pulse Sport Earbuds", buttons=("Add to cart",), colour=None)
+    unchosen_group = _shop("Pulse Sport Earbuds", buttons=("Add to cart",), colour="")
+    assert _buy("Buy the Pulse Sport Earbuds in black", unchosen_group).action.element == "Black"
+    other = _shop("Nimbus Noise Cancelling", "$199", buttons=("Add to cart",))
+    proposal = _buy("Buy the Pulse Sport Earbuds in black", other)
+    assert proposal.confidence is not None and proposal.confidence < GAMMA
+    assert _buy("Buy the Pulse Sport Earbuds", unchosen).action.element == "Add to cart"
+
+
+def test_an_item_not_on_screen_is_searched_for_by_name() -> None:
+    home = _shop("Deals of the day", search="", colour=None)
+    proposal = _buy("Add the Stride Runner shoes in black to my cart", home)
+    assert proposal.action is not None and proposal.action.type == TYPE
+    assert proposal.action.text == "Stride Runner shoes"
+
+    typed = _shop("Deals of the day", search="Stride Runner shoes", colour=None)
+    proposal = _buy("Add the Stride Runner shoes in black to my cart", typed,
+                    history=[entry(0, {"type": "TYPE", "text": "Stride Runner shoes"})])
+    assert proposal.action is not None and proposal.action.type == PRESS_ENTER
+    assert proposal.confidence is not None and proposal.confidence >= GAMMA
