@@ -463,6 +463,9 @@ class HeuristicBackend:
             shopping = self._purchase_step(intents, view, ctx)
             if shopping is not None:
                 return done(shopping, "go on with the purchase")
+            form = None if any(i.kind == "toggle" for i in intents) else self._fill_form(view, ctx)
+            if form is not None:
+                return done(form, "fill in the form the goal describes")
 
         status = [self._status(intent, view, ctx) for intent in intents]
         current_index = _current_sub_goal(intents, status)
@@ -668,6 +671,64 @@ class HeuristicBackend:
                        f"'{query}' is not on this screen; searching the shop for it.",
                        [field_node.key])
 
+    # -- forms --
+
+    def _fill_form(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
+        """Enter the values the instruction gives into the fields made for them.
+
+        "Add a 7:15 AM alarm labelled Gym": a time goes into a field labelled like a time,
+        a "labelled/named/called X" into a label or name field. Each empty field that fits
+        is tapped, then typed into; with all of them filled by us, the form's Save/OK/Done
+        button is tapped; once saved, the values showing on screen finish the task.
+        """
+        values = _form_values(ctx.instruction)
+        if not values:
+            return None
+        typed = [str(e.action.get("text", "")).strip().lower() for e in ctx.history
+                 if e.action.get("type") == TYPE]
+        fitting = [(node, value) for node in view.editables
+                   for kind, value in values if _field_kind(node) == kind]
+        for node, value in fitting:
+            if not _field_is_empty(node):
+                continue
+            if node.focused:
+                return _Choice(Action(TYPE, text=value, element=node.label or None), 5.0,
+                               f"Typing '{value}' into '{node.label}'.", [node.key])
+            x, y = node.center
+            return _Choice(Action(CLICK, x=x, y=y, element=node.label or None), 4.0,
+                           f"'{node.label}' is where '{value}' goes; tapping it.", [node.key])
+        ours = [value for _, value in values if value.lower() in typed]
+        if not fitting and not ours and _CREATE_RE.search(ctx.instruction):
+            # No form yet: the "Add alarm" / "New alarm" control of the thing the goal makes.
+            goal_words = set(tokens(ctx.instruction))
+            makers = [n for n in view.candidates if n.clickable and n.enabled
+                      and _plain(n.label or "").split()[:1] in (["add"], ["new"], ["create"])
+                      and set(tokens(" ".join(_plain(n.label).split()[1:]))) & goal_words]
+            if len(makers) == 1:
+                x, y = makers[0].center
+                return _Choice(Action(CLICK, x=x, y=y, element=makers[0].label), 4.0,
+                               f"'{makers[0].label}' opens the form for what the goal adds.",
+                               [makers[0].key])
+        if fitting and len(ours) == len(values) and ctx.history and \
+                ctx.history[-1].action.get("type") == TYPE:
+            buttons = [n for n in view.candidates if n.clickable and n.enabled
+                       and _plain(n.label or "") in _SAVE_LABELS]
+            if len(buttons) == 1:
+                x, y = buttons[0].center
+                return _Choice(Action(CLICK, x=x, y=y, element=buttons[0].label), 4.0,
+                               f"Every value is entered; '{buttons[0].label}' saves the form.",
+                               [buttons[0].key])
+        if not fitting and len(ours) == len(values) and any(
+                e.action.get("type") == CLICK and _plain(str(e.action.get("element", ""))) in _SAVE_LABELS
+                for e in ctx.history):
+            shown = " ".join(n.text.lower() for n in view.nodes if n.text and not is_editable(n))
+            if all(value.lower() in shown for _, value in values):
+                return _Choice(Action(COMPLETE), 5.0,
+                               "The form is saved and its values show on this screen.")
+            return _Choice(Action(COMPLETE), 4.0,
+                           "The form closed on Save without an error; the goal is done.")
+        return None
+
     # -- progress --
 
     def _status(self, intent: Intent, view: ScreenView, ctx: StepContext) -> str:
@@ -716,6 +777,8 @@ class HeuristicBackend:
             if last_type is not None or typed in field_texts:
                 return "typed"
             return "todo"
+        if _setting_shows(intent, view):
+            return "done"
         if history and history[-1].action.get("type") == CLICK:
             success = _success_text(view)
             if success:
@@ -1229,6 +1292,56 @@ _FUNNEL: tuple[frozenset[str], ...] = (
 )
 _BUY_RE = re.compile(r"\b(buy|purchase|check\s*out|pay for)\b", re.I)
 _ADD_TO_CART_RE = re.compile(r"\badd\b.*\b(?:to\s+(?:my|the)\s+)?(?:cart|bag|basket)\b", re.I)
+
+
+_TIME_RE = re.compile(r"\b(\d{1,2}:\d{2})(?:\s*([AaPp])\.?\s?[Mm]\b\.?)?")
+_LABEL_RE = re.compile(r"\b(?:labell?ed|named|called|titled)\s+[\"'“‘]?(.+?)[\"'”’]?\s*[.!?]?\s*$", re.I)
+_SAVE_LABELS = frozenset({"save", "ok", "done", "set", "add"})
+_CREATE_RE = re.compile(r"^\s*(?:please\s+)?(?:set|add|create|make|schedule)\b|\bnew\b", re.I)
+
+
+def _form_values(instruction: str) -> list[tuple[str, str]]:
+    """The (kind, value) pairs an instruction gives for a form: a time, a label."""
+    values: list[tuple[str, str]] = []
+    time = _TIME_RE.search(instruction)
+    if time:
+        meridiem = f" {time.group(2).upper()}M" if time.group(2) else ""
+        values.append(("time", time.group(1) + meridiem))
+    label = _LABEL_RE.search(instruction)
+    if label:
+        values.append(("label", label.group(1).strip()))
+    return values
+
+
+def _field_kind(node: UINode) -> str:
+    words = set(re.findall(r"[a-z]+", node_label_text(node).lower()))
+    if "time" in words:
+        return "time"
+    if words & {"label", "name", "title"}:
+        return "label"
+    return ""
+
+
+_SETTING_RE = re.compile(r"^\s*([^:]{1,30}):\s*(.+?)\s*$")
+
+
+def _setting_shows(intent: Intent, view: ScreenView) -> bool:
+    """A control that displays its current value ("Sort: lowest price") already shows what
+    the sub-goal asks ("sort them by lowest price"): the StaR rule beyond switches —
+    perceive the state, act only if it differs."""
+    if intent.kind not in ("click", "select"):
+        return False
+    target = set(tokens(intent.target))
+    if not target:
+        return False
+    for node in view.nodes:
+        match = _SETTING_RE.match(node.text or "")
+        if not match:
+            continue
+        name, value = set(tokens(match.group(1))), set(tokens(match.group(2)))
+        if name and value and name <= target and value <= target:
+            return True
+    return False
 
 
 def _plain(label: str) -> str:

@@ -7,7 +7,7 @@ from agents.backends.heuristic import HeuristicBackend, extract_text, parse_inte
 from devices.actions import CLICK, COMPLETE, OPENAPP, PRESS_ENTER, TYPE
 from devices.protocol import AppInfo
 from tests.agents.screens import (
-    APPS, COFFEE, MESSAGES, SETTINGS, ScreenBuilder, coffee_screen, ctx, entry, settings_screen,
+    APPS, CLOCK, COFFEE, MESSAGES, SETTINGS, ScreenBuilder, coffee_screen, ctx, entry, settings_screen,
 )
 
 backend = HeuristicBackend()
@@ -362,3 +362,69 @@ def test_an_item_not_on_screen_is_searched_for_by_name() -> None:
                     history=[entry(0, {"type": "TYPE", "text": "Stride Runner shoes"})])
     assert proposal.action is not None and proposal.action.type == PRESS_ENTER
     assert proposal.confidence is not None and proposal.confidence >= GAMMA
+
+
+def _alarm_form(time: str = "", label: str = "", focused: str = ""):
+    s = ScreenBuilder(CLOCK.package)
+    s.text("Add alarm", 60)
+    s.add("android.widget.EditText", bounds=(48, 400, 1032, 500), clickable=True, text=time,
+          content_desc="Alarm time", focused=focused == "time")
+    s.add("android.widget.EditText", bounds=(48, 560, 1032, 660), clickable=True, text=label,
+          content_desc="Label (optional)", focused=focused == "label")
+    s.button("Save", 760)
+    s.button("Cancel", 920)
+    return s.observation()
+
+
+def _alarm_list(*times: str, add: bool = True):
+    s = ScreenBuilder(CLOCK.package)
+    s.text("Alarms", 60)
+    if add:
+        s.add("android.widget.ImageButton", bounds=(940, 120, 1060, 220), clickable=True,
+              content_desc="Add alarm")
+    for i, time in enumerate(times):
+        s.switch_row(time, 300 + 180 * i, False)
+    return s.observation()
+
+
+GYM = "Add a 7:15 AM alarm labelled Gym"
+
+
+def test_a_new_alarm_is_made_by_filling_its_form_and_saving() -> None:
+    opened = backend.propose(ctx("Set an alarm for 6:45 AM", _alarm_list("7:00 AM")))
+    assert opened.action is not None and opened.action.element == "Add alarm"
+    assert opened.confidence is not None and opened.confidence >= GAMMA
+
+    tap = backend.propose(ctx(GYM, _alarm_form()))
+    assert tap.action is not None and (tap.action.type, tap.action.element) == (CLICK, "Alarm time")
+    typed = backend.propose(ctx(GYM, _alarm_form(focused="time")))
+    assert typed.action is not None and (typed.action.type, typed.action.text) == (TYPE, "7:15 AM")
+    label = backend.propose(ctx(GYM, _alarm_form("7:15 AM", focused="label"),
+                                history=[entry(0, {"type": "TYPE", "text": "7:15 AM"})]))
+    assert label.action is not None and (label.action.type, label.action.text) == (TYPE, "Gym")
+
+    history = [entry(0, {"type": "TYPE", "text": "7:15 AM"}), entry(1, {"type": "TYPE", "text": "Gym"})]
+    save = backend.propose(ctx(GYM, _alarm_form("7:15 AM", "Gym"), history=history))
+    assert save.action is not None and save.action.element == "Save"
+    assert save.confidence is not None and save.confidence >= GAMMA
+
+    history.append(entry(2, {"type": "CLICK", "x": 540, "y": 820, "element": "Save"}, "CLICK 'Save'"))
+    finished = backend.propose(ctx(GYM, _alarm_list("7:00 AM", "7:15 AM"), history=history))
+    assert finished.action is not None and finished.action.type == COMPLETE
+
+
+def test_turning_an_alarm_off_does_not_open_a_new_one() -> None:
+    proposal = backend.propose(ctx("Turn off the 7:00 AM alarm", _alarm_list("6:30 AM", "7:00 AM")))
+    assert proposal.action is not None and proposal.action.element != "Add alarm"
+
+
+def test_a_control_already_showing_the_wanted_value_is_not_tapped_again() -> None:
+    s = ScreenBuilder(SHOP.package)
+    s.button("Filters", 300)
+    s.button("Sort: lowest price", 450)
+    for i, name in enumerate(["Classic Wired Earphones", "Kids Safe Headphones"]):
+        s.text(name, 700 + 200 * i)
+    goal = "In the Shop, search for headphones, sort them by lowest price and add the cheapest pair to the cart"
+    proposal = _buy(goal, s.observation(), history=[
+        entry(0, {"type": "TYPE", "text": "headphones"}), entry(1, {"type": "PRESS_ENTER"})])
+    assert proposal.action is not None and proposal.action.element != "Sort: lowest price"
