@@ -947,8 +947,19 @@ class World:
                 work.focus = None
             work.run(effects)
 
+    @staticmethod
+    def _reachable_fields(view: View) -> list[tuple[Element, Target]]:
+        """The fields keys can reach: a dialog is modal, so while one is open only its own
+        fields take input (on a phone the dialog's window has the keyboard focus)."""
+        if view.dialog_box is None:
+            return view.fields
+        left, top, right, bottom = view.dialog_box
+        return [(el, t) for el, t in view.fields
+                if left <= t.bounds[0] and top <= t.bounds[1]
+                and t.bounds[2] <= right and t.bounds[3] <= bottom]
+
     def _focused_field(self, state: SimState, view: View) -> Element | None:
-        for el, _ in view.fields:
+        for el, _ in self._reachable_fields(view):
             if el.id == state.focus:
                 return el
         return None
@@ -957,15 +968,19 @@ class World:
         state = work.origin
         el = self._focused_field(state, view)
         if el is None:
-            if len(view.fields) == 1:
+            fields = self._reachable_fields(view)
+            if len(fields) == 1:
                 # Documented convenience: with exactly one text field on screen, TYPE goes
                 # into it (and focuses it), as ADB's input would after a tap.
-                el = view.fields[0][0]
+                el = fields[0][0]
                 work.focus = el.id
             else:
                 result.ok = False
-                result.error = ("no text field is focused; tap a field first" if view.fields else
-                                "there is no text field on this screen to type into")
+                if view.dialog_box is not None and not fields and view.fields:
+                    result.error = "a dialog covers the screen and takes the keys; close it first"
+                else:
+                    result.error = ("no text field is focused; tap a field first" if fields else
+                                    "there is no text field on this screen to type into")
                 return
         # TYPE replaces the field's text (AndroidWorld's type action clears first), which
         # keeps the state space finite for the oracle.

@@ -28,6 +28,19 @@ def test_popup_hijacks_the_screen_until_closed():
     assert device.check(task)
 
 
+def test_a_popup_is_modal_for_typing_too():
+    """Keys go to the dialog's window: the search field under a pop-up takes no text."""
+    device, task = _device("complex", "shop_echo_home_ad")
+    device.perform(Action("OPENAPP", app="Shop"))
+    assert has_text(device, "Flash sale!")
+    result = device.perform(Action("TYPE", text="headphones"))
+    assert not result.ok and "dialog" in (result.error or "")
+    assert device.state_vars["shop.query"] in ("", None)
+    tap_text(device, "Close")
+    assert device.perform(Action("TYPE", text="headphones")).ok
+    assert device.state_vars["shop.query"] == "headphones"
+
+
 def test_popup_accept_button_leads_away():
     device, _ = _device("complex", "bluetooth_on_with_popup")
     device.perform(Action("OPENAPP", app="Settings"))
