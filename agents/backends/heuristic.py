@@ -51,7 +51,8 @@ _TOGGLE_PATTERNS: tuple[tuple[re.Pattern[str], int, int], ...] = (
     (re.compile(rf"\b{_TURN}\s+(on|off)\s+(?:the\s+)?(.+)", re.I), 1, 2),
     (re.compile(rf"\b{_TURN}\s+(?:the\s+)?(.+?)\s+(on|off)\b", re.I), 2, 1),
     (re.compile(r"\b(enable|activate|disable|deactivate|unmute|mute)\s+(?:the\s+)?(.+)", re.I), 1, 2),
-    (re.compile(r"\b(check|uncheck|tick|untick)\s+(?:the\s+)?(.+)", re.I), 1, 2),
+    # "check out" is paying, not ticking a box.
+    (re.compile(r"\b(check|uncheck|tick|untick)\s+(?!out\b)(?:the\s+)?(.+)", re.I), 1, 2),
 )
 _ON_WORDS = {"on", "enable", "activate", "check", "tick", "mute"}
 _TEXT_PATTERNS: tuple[re.Pattern[str], ...] = (
@@ -460,6 +461,9 @@ class HeuristicBackend:
             return question
 
         if view.package and not view.launcher:
+            signing_in = self._sign_in(view, ctx)
+            if signing_in is not None:
+                return done(signing_in, "sign in")
             shopping = self._purchase_step(intents, view, ctx)
             if shopping is not None:
                 return done(shopping, "go on with the purchase")
@@ -639,12 +643,27 @@ class HeuristicBackend:
         if best is not None:
             stage, node = best
             x, y = node.center
+            # Sure when the screen names the item, the previous funnel step was taken, or
+            # the instruction names this step itself ("check out" → Checkout).
             sure = named_here or any(
-                phrase in clicked for phrases in _FUNNEL[:stage] for phrase in phrases)
+                phrase in clicked for phrases in _FUNNEL[:stage] for phrase in phrases) or \
+                f" {normalise_words(node.label or '')} " in f" {normalise_words(ctx.instruction)} "
             return _Choice(Action(CLICK, x=x, y=y, element=node.label), 4.0 if sure else 3.0,
                            f"Buying: '{node.label}' is the next step of the purchase"
                            + ("" if sure else ", though this screen does not name the item") + ".",
                            [node.key])
+        if item:
+            # A list row naming the item opens its page ("Nimbus Noise Cancelling").
+            overlay = {n.key for n in view.overlay}
+            rows = [n for n in view.candidates if n.text and is_tappable(n, view.nodes)
+                    and not is_editable(n) and n.key not in overlay
+                    and item <= set(tokens(n.text)) and len(set(tokens(n.text)) - item) <= 2
+                    and _plain(n.text) not in clicked]
+            if len(rows) >= 1 and len({_plain(n.text) for n in rows}) == 1:
+                x, y = rows[0].center
+                return _Choice(Action(CLICK, x=x, y=y, element=rows[0].text), 4.0,
+                               f"'{rows[0].text}' is the item the goal names; opening it.",
+                               [rows[0].key])
         if any(i.kind == "type" for i in intents):
             return None  # the instruction says what to search for itself
         return self._search_item(ctx, view)
@@ -670,6 +689,39 @@ class HeuristicBackend:
         return _Choice(Action(TYPE, text=query, element=field_node.label or None), 4.0,
                        f"'{query}' is not on this screen; searching the shop for it.",
                        [field_node.key])
+
+    # -- signing in --
+
+    def _sign_in(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
+        """A sign-in screen: the password is the account owner's, so a person types it.
+
+        The agent taps the empty password field (harmless), then asks a person to type —
+        never the user through the chat, where a password would end up in the transcript
+        and the training data. Once the field is filled, it taps Sign in.
+        """
+        fields = [n for n in view.editables if n.password]
+        if len(fields) != 1:
+            return None
+        field_node = fields[0]
+        if _field_is_empty(field_node):
+            if not field_node.focused:
+                x, y = field_node.center
+                return _Choice(Action(CLICK, x=x, y=y, element=field_node.label or None), 4.0,
+                               "The app asks to sign in; tapping the password field.",
+                               [field_node.key])
+            return _Choice(Action(WAIT), 1.0,
+                           "The app asks for the account's password. Only its owner or an "
+                           "operator may type it: please enter it (take over, or edit this "
+                           "step into TYPE).")
+        buttons = [n for n in view.candidates if n.clickable and n.enabled
+                   and _plain(n.label or "") in _SIGN_IN_LABELS]
+        last = ctx.history[-1].action.get("type") if ctx.history else None
+        if len(buttons) == 1 and last == TYPE:
+            x, y = buttons[0].center
+            return _Choice(Action(CLICK, x=x, y=y, element=buttons[0].label), 4.0,
+                           f"The password is entered; tapping '{buttons[0].label}'.",
+                           [buttons[0].key])
+        return None
 
     # -- forms --
 
@@ -1121,7 +1173,7 @@ _SUCCESS_FOR: dict[str, tuple[str, ...]] = {
     "order": ("placed", "thank you", "confirmed", "on its way"),
     "get": ("placed", "thank you", "confirmed", "on its way"),
     "buy": ("paid", "purchased", "placed", "thank you", "confirmed"),
-    "checkout": ("paid", "purchased", "placed", "thank you"),
+    "checkout": ("paid", "purchased", "placed", "thank you", "confirmed", "on its way"),
     "send": ("sent",),
     "add": ("added", "in your cart", "saved"),
     "save": ("saved",),
@@ -1297,6 +1349,7 @@ _ADD_TO_CART_RE = re.compile(r"\badd\b.*\b(?:to\s+(?:my|the)\s+)?(?:cart|bag|bas
 _TIME_RE = re.compile(r"\b(\d{1,2}:\d{2})(?:\s*([AaPp])\.?\s?[Mm]\b\.?)?")
 _LABEL_RE = re.compile(r"\b(?:labell?ed|named|called|titled)\s+[\"'“‘]?(.+?)[\"'”’]?\s*[.!?]?\s*$", re.I)
 _SAVE_LABELS = frozenset({"save", "ok", "done", "set", "add"})
+_SIGN_IN_LABELS = frozenset({"sign in", "log in", "login", "signin", "continue", "next"})
 _CREATE_RE = re.compile(r"^\s*(?:please\s+)?(?:set|add|create|make|schedule)\b|\bnew\b", re.I)
 
 

@@ -428,3 +428,48 @@ def test_a_control_already_showing_the_wanted_value_is_not_tapped_again() -> Non
     proposal = _buy(goal, s.observation(), history=[
         entry(0, {"type": "TYPE", "text": "headphones"}), entry(1, {"type": "PRESS_ENTER"})])
     assert proposal.action is not None and proposal.action.element != "Sort: lowest price"
+
+
+def _sign_in_screen(password: str = "", focused: bool = False):
+    s = ScreenBuilder(SHOP.package)
+    s.text("Sign in to check out", 200)
+    s.add("android.widget.EditText", bounds=(48, 400, 1032, 500), clickable=True,
+          text="me@example.com", content_desc="Email")
+    s.add("android.widget.EditText", bounds=(48, 560, 1032, 660), clickable=True,
+          text=password, content_desc="Password", password=True, focused=focused)
+    s.button("Sign in", 760)
+    return s.observation()
+
+
+def test_a_sign_in_asks_a_person_for_the_password_never_guesses_it() -> None:
+    goal = "Check out the headphones in my cart"
+    tap = _buy(goal, _sign_in_screen())
+    assert tap.action is not None and (tap.action.type, tap.action.element) == (CLICK, "Password")
+    ask = _buy(goal, _sign_in_screen(focused=True))
+    assert ask.action is not None and ask.action.type not in (TYPE, CLICK)
+    assert ask.confidence is not None and ask.confidence < GAMMA and "password" in ask.thought
+    typed = _buy(goal, _sign_in_screen("••••••••"), history=[
+        entry(0, {"type": "TYPE", "text": "secret"}, by="operator")])
+    assert typed.action is not None and typed.action.element == "Sign in"
+    assert typed.confidence is not None and typed.confidence >= GAMMA
+
+
+def test_a_results_row_naming_the_item_opens_it() -> None:
+    s = ScreenBuilder(SHOP.package)
+    s.button("Filters", 300)
+    s.add("android.widget.ImageButton", bounds=(940, 120, 1060, 220), clickable=True,
+          content_desc="Cart")
+    for i, name in enumerate(["Echo Studio Headphones", "Nimbus Noise Cancelling"]):
+        top = 500 + 220 * i
+        row = s.add("android.widget.LinearLayout", bounds=(0, top, 1080, top + 200), clickable=True)
+        s.text(name, top + 20, parent=row)
+    proposal = _buy("Add the Nimbus Noise Cancelling headphones in black to my cart", s.observation(),
+                    history=[entry(0, {"type": "TYPE", "text": "Nimbus Noise Cancelling headphones"}),
+                             entry(1, {"type": "PRESS_ENTER"})])
+    assert proposal.action is not None and proposal.action.element == "Nimbus Noise Cancelling"
+    assert proposal.confidence is not None and proposal.confidence >= GAMMA
+
+
+def test_check_out_is_not_ticking_a_box() -> None:
+    assert parse_intent("Check out the headphones in my cart").kind != "toggle"
+    assert parse_intent("Check the Wireless only box").kind == "toggle"
