@@ -35,8 +35,9 @@ def test_the_user_answers_the_question_with_a_quick_reply_and_sees_the_order_suc
     question = page.locator("#chat li.from-agent", has_text="sweetness")
     expect(question).to_be_visible(timeout=30_000)
     expect(status).to_have_text("Waiting for your answer")
-    expect(page.locator("#live-screen")).to_be_visible()  # frames arrive over the socket
-    assert page.locator("#live-screen").get_attribute("src").startswith("blob:")
+    # Frames arrive over the socket; the screen shows only once the first one has.
+    expect(page.locator("#live-screen")).to_have_attribute("src", re.compile(r"^blob:"))
+    expect(page.locator("#live-screen")).to_be_visible()
     save_screenshot(page, "task-question")
 
     question.get_by_role("button", name="Less sweet").click()
@@ -65,6 +66,11 @@ def test_the_user_answers_the_question_with_a_quick_reply_and_sees_the_order_suc
     expect(page.locator("#chat-error")).to_contain_text("at most 2000")
     expect(page.locator("#chat-text")).to_have_value("x" * 5000)
     assert dialogs == []
+
+    # A finished task streams no screen: the empty image stays hidden, not an empty box.
+    page.reload()
+    expect(page.locator("#live-screen-note")).to_have_text("The task has finished.")
+    expect(page.locator("#live-screen")).to_be_hidden()
 
 
 def test_an_unanswered_question_goes_to_the_operators_and_their_answer_shows_in_the_chat(
