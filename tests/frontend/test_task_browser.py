@@ -35,6 +35,7 @@ def test_the_user_answers_the_question_with_a_quick_reply_and_sees_the_order_suc
     question = page.locator("#chat li.from-agent", has_text="sweetness")
     expect(question).to_be_visible(timeout=30_000)
     expect(status).to_have_text("Waiting for your answer")
+    expect(page.locator("#steps li").last).to_contain_text("Asking you a question")
     # Frames arrive over the socket; the screen shows only once the first one has.
     expect(page.locator("#live-screen")).to_have_attribute("src", re.compile(r"^blob:"))
     expect(page.locator("#live-screen")).to_be_visible()

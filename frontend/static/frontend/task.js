@@ -38,11 +38,15 @@
     IMPOSSIBLE: "Gave up: this cannot be done here"
   };
 
-  function describe(step) {
+  function describe(step, taskStatus) {
+    // A step still waiting has done nothing yet, whatever the agent proposed.
+    if (step.status === "waiting") {
+      return taskStatus === "waiting_user" ? "Asking you a question" : "Waiting for a person";
+    }
+    if (step.status === "cancelled") return "Not done: the task was stopped";
     var action = step.action || step.proposed_action;
     if (!action) {
       if (step.status === "answered") return "Asked you a question";
-      if (step.status === "waiting") return "Waiting for a person";
       return step.summary || step.status;
     }
     var verb = VERBS[action.type] || action.type;
@@ -100,7 +104,7 @@
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (data) {
         if (!data) return;
-        renderSteps(data.steps || []);
+        renderSteps(data.steps || [], data.status);
         // Catch up on messages sent before the socket was open (the page may render
         // before the agent asks, and the socket connect after); appendMessage skips
         // the ones already shown.
@@ -119,7 +123,7 @@
       });
   }
 
-  function renderSteps(steps) {
+  function renderSteps(steps, taskStatus) {
     var list = el("steps");
     list.textContent = "";
     if (!steps.length) { list.appendChild(node("li", "muted", "No steps yet.")); return; }
@@ -132,7 +136,7 @@
         img.alt = "step " + s.index;
         li.appendChild(img);
       }
-      li.appendChild(node("span", null, describe(s)));
+      li.appendChild(node("span", null, describe(s, taskStatus)));
       li.appendChild(document.createTextNode(" "));
       li.appendChild(node("span", "muted", s.by === "operator" ? "by an operator" : "by the agent"));
       list.appendChild(li);
