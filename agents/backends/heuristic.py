@@ -736,8 +736,7 @@ class HeuristicBackend:
         values = _form_values(ctx.instruction)
         if not values:
             return None
-        typed = [str(e.action.get("text", "")).strip().lower() for e in ctx.history
-                 if e.action.get("type") == TYPE]
+        typed = _typed_texts(ctx.history)
         fitting = [(node, value) for node in view.editables
                    for kind, value in values if _field_kind(node) == kind]
         for node, value in fitting:
@@ -753,9 +752,12 @@ class HeuristicBackend:
         if not fitting and not ours and _CREATE_RE.search(ctx.instruction):
             # No form yet: the "Add alarm" / "New alarm" control of the thing the goal makes.
             goal_words = set(tokens(ctx.instruction))
-            makers = [n for n in view.candidates if n.clickable and n.enabled
-                      and _plain(n.label or "").split()[:1] in (["add"], ["new"], ["create"])
-                      and set(tokens(" ".join(_plain(n.label).split()[1:]))) & goal_words]
+            makers = []
+            for n in view.candidates:
+                verb, _, thing = _plain(n.label or "").partition(" ")
+                if n.clickable and n.enabled and verb in ("add", "new", "create") \
+                        and set(tokens(thing)) & goal_words:
+                    makers.append(n)
             if len(makers) == 1:
                 x, y = makers[0].center
                 return _Choice(Action(CLICK, x=x, y=y, element=makers[0].label), 4.0,
@@ -771,8 +773,7 @@ class HeuristicBackend:
                                f"Every value is entered; '{buttons[0].label}' saves the form.",
                                [buttons[0].key])
         if not fitting and len(ours) == len(values) and any(
-                e.action.get("type") == CLICK and _plain(str(e.action.get("element", ""))) in _SAVE_LABELS
-                for e in ctx.history):
+                _plain(label) in _SAVE_LABELS for label in _history_labels(ctx.history)):
             shown = " ".join(n.text.lower() for n in view.nodes if n.text and not is_editable(n))
             if all(value.lower() in shown for _, value in values):
                 return _Choice(Action(COMPLETE), 5.0,
