@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -26,7 +27,9 @@ from agents.models import (
     ACTIVE_TASK_STATUSES, DecidedBy, Decision, Message, Step, StepStatus, Task,
     TaskStatus, Ticket, TicketKind, TicketReason, TicketStatus, TrainingRecord,
 )
-from devices.actions import COMPLETE, IMPOSSIBLE, TERMINAL_TYPES, Action, ActionError, validate_action
+from devices.actions import (
+    COMPLETE, IMPOSSIBLE, TERMINAL_TYPES, Action, ActionError, text_problem, validate_action,
+)
 from devices.host import DeviceError, get_device_client
 from devices.models import Device
 from devices.uitree import nodes_from_json
@@ -75,8 +78,19 @@ def is_admin(user: Any) -> bool:
 
 # --- access --------------------------------------------------------------------------
 
-def access_device(user: Any, ref: str) -> Device:
+def usable_devices(user: Any):
+    """The phones ``user`` may run tasks on: all for operators; for end users the phones
+    open to everyone (no users listed) and those listing them."""
+    devices = Device.objects.order_by("name")
+    if is_operator(user):
+        return devices
+    return devices.filter(Q(users=None) | Q(users=user)).distinct()
+
+
+def access_device(user: Any, ref: Any) -> Device:
     """A device by id or name that ``user`` may run tasks on."""
+    if not isinstance(ref, str) or text_problem(ref) or len(ref) > 200:
+        raise NotFound("unknown device")
     device = None
     try:
         device = Device.objects.filter(id=ref).first()
@@ -86,9 +100,7 @@ def access_device(user: Any, ref: str) -> Device:
         device = Device.objects.filter(name=ref).first()
     if device is None:
         raise NotFound(f"unknown device '{str(ref)[:64]}'")
-    if not is_operator(user) and device.users.exists() and not device.users.filter(
-        pk=user.pk
-    ).exists():
+    if not usable_devices(user).filter(id=device.id).exists():
         raise Forbidden(f"you may not use device '{device.name}'")
     return device
 
@@ -123,10 +135,17 @@ def access_ticket(user: Any, ticket_id: Any) -> Ticket:
 
 # --- creating and starting tasks -----------------------------------------------------
 
+def check_text(text: str, what: str) -> str:
+    """Refuse text no database or socket can carry (NUL, lone surrogates)."""
+    if problem := text_problem(text):
+        raise ServiceError(f"the {what} {problem}")
+    return text
+
+
 def check_instruction(text: Any) -> str:
     if not isinstance(text, str) or not text.strip():
         raise ServiceError("the instruction is empty")
-    text = text.strip()
+    text = check_text(text.strip(), "instruction")
     if len(text) > MAX_INSTRUCTION_LENGTH:
         raise ServiceError(
             f"the instruction is {len(text)} characters; at most {MAX_INSTRUCTION_LENGTH}"
@@ -150,12 +169,48 @@ def check_backend(name: Any, device: Device) -> str:
     from agents.backends import backend_names
 
     name = name or settings.KAIROS_DEFAULT_BACKEND
-    if name not in backend_names():
+    if not isinstance(name, str) or name not in backend_names():
         raise ServiceError(
             f"unknown backend '{str(name)[:32]}': use one of {', '.join(backend_names())}")
     if name == "oracle" and device.kind != "sim":
         raise ServiceError("the oracle backend exists for simulated phones only")
     return name
+
+
+def check_suite(name: Any, task_id: Any) -> tuple[str, str]:
+    """A suite named over the API: a bundled suite, or a file of ``KAIROS_SUITES_DIR``.
+
+    Returns what the device host loads (a bundled name, or the absolute path of the file)
+    and the task id. Unlike ``run_task --suite``, which takes any path an admin gives it,
+    a caller over the network must not make the server open files of its choosing.
+    """
+    from devices.sim import SimLoadError, bundled_suite_names, find_suite
+
+    if not name and not task_id:
+        return "", ""
+    if not isinstance(name, str) or not isinstance(task_id, str) or not name or not task_id:
+        raise ServiceError("a suite task needs both 'suite' and 'suite_task'")
+    check_text(name, "suite")
+    check_text(task_id, "suite_task")
+    ref: str | None = name if name in bundled_suite_names() else None
+    directory = settings.KAIROS_SUITES_DIR
+    if ref is None and directory and "/" not in name and "\\" not in name and len(name) <= 100:
+        for suffix in (".yaml", ".yml", ".json"):
+            candidate = Path(directory).resolve() / f"{name}{suffix}"
+            if candidate.is_file() and candidate.parent == Path(directory).resolve():
+                ref = str(candidate)
+                break
+    if ref is None:
+        where = f" or a file in {directory}" if directory else ""
+        raise ServiceError(f"no suite '{name[:64]}': use one of "
+                           f"{', '.join(bundled_suite_names())}{where}")
+    try:
+        find_suite(ref).task(task_id)
+    except KeyError as exc:
+        raise ServiceError(str(exc.args[0])[:300]) from None
+    except SimLoadError as exc:
+        raise ServiceError(f"suite '{name[:64]}' cannot be loaded: {str(exc)[:300]}") from None
+    return ref, task_id
 
 
 def create_task(
@@ -646,7 +701,8 @@ def _record_training(ticket: Ticket, task: Task, user: Any) -> None:
 
 def abort_task(task: Task, user: Any) -> Task:
     if not finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}"):
-        raise Conflict(f"the task is already {task.status}")
+        task.refresh_from_db()
+        raise Conflict(f"the task has already ended ({task.get_status_display().lower()})")
     task.refresh_from_db()
     return task
 
@@ -701,7 +757,8 @@ def hand_back(task: Task, user: Any) -> Task:
         won = Task.objects.filter(id=task.id, status=TaskStatus.TAKEN_OVER).update(
             status=TaskStatus.RUNNING, cursor=next_index)
         if not won:
-            raise Conflict(f"the task is {task.status}")
+            raise Conflict(f"the task is not taken over any more "
+                           f"({task.get_status_display().lower()})")
         schedule_step(task.id, next_index)
         task.refresh_from_db()
         events.task_updated(task)
@@ -713,7 +770,7 @@ def hand_back(task: Task, user: Any) -> Task:
 def check_message_text(text: Any) -> str:
     if not isinstance(text, str) or not text.strip():
         raise ServiceError("the message is empty")
-    text = text.strip()
+    text = check_text(text.strip(), "message")
     if len(text) > MAX_MESSAGE_LENGTH:
         raise ServiceError(f"the message is {len(text)} characters; at most {MAX_MESSAGE_LENGTH}")
     return text

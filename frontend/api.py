@@ -5,22 +5,36 @@ Views parse input, call one service and render the result. Every error is a JSON
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
 
-from django.http import HttpRequest
+import logging
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
-from ninja import NinjaAPI, Schema
+from ninja import NinjaAPI, Query
 from ninja.errors import AuthenticationError, HttpError, ValidationError
-from ninja.security import HttpBearer, django_auth
+from ninja.parser import Parser
+from ninja.security import HttpBearer, SessionAuth
 
 from agents import events, services
 from agents.models import Ticket, TicketStatus
-from devices.models import Device
+from devices.actions import text_problem
+from devices.host import DeviceError
 from frontend.models import ApiToken, hash_token
+from frontend.schemas import (
+    DeviceOut, ErrorOut, InputIn, MessageIn, MessageOut, ResolveIn, StepOut, TaskIn, TaskOut,
+    TaskStatusFilter, TaskSummaryOut, TicketOut, TicketStatusFilter,
+)
+
+logger = logging.getLogger(__name__)
 
 
 class BearerToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Any:
+        if len(token) > 200 or text_problem(token):
+            return None
         row = ApiToken.objects.select_related("user").filter(token_hash=hash_token(token)).first()
         if row is None or not row.user.is_active:
             return None
@@ -29,15 +43,76 @@ class BearerToken(HttpBearer):
         return row.user
 
 
+class BrowserSession(SessionAuth):
+    """The logged-in browser's session; its unsafe requests need the CSRF token.
+
+    Ninja's own session auth checks CSRF before it looks at the session, so a request
+    with no credentials at all got 403 "CSRF check Failed" instead of 401.
+    """
+
+    def _get_key(self, request: HttpRequest) -> str | None:
+        if not request.user.is_authenticated:
+            return None
+        if CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}):
+            raise HttpError(403, "CSRF check failed: send the csrftoken cookie's value in "
+                                 "X-CSRFToken, or use a Bearer token")
+        return request.COOKIES.get(self.param_name)
+
+
+class StrictJsonParser(Parser):
+    """JSON bodies must be objects, and no string anywhere may hold NUL or a lone
+    surrogate: PostgreSQL cannot store them and sockets cannot carry them."""
+
+    def parse_body(self, request: HttpRequest) -> dict[str, Any]:
+        if not request.body:
+            raise HttpError(400, "the request body is empty; send a JSON object")
+        try:
+            data = json.loads(request.body)
+        except (ValueError, RecursionError):
+            raise HttpError(400, "the request body is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise HttpError(400, "the request body must be a JSON object")
+        _check_strings(data, "body")
+        return data
+
+    def parse_querydict(self, data: Any, list_fields: list[str], request: HttpRequest
+                        ) -> dict[str, Any]:
+        for key, values in data.lists():
+            _check_strings([key, *values], f"query parameter '{key[:40]}'")
+        return super().parse_querydict(data, list_fields, request)
+
+
+def _check_strings(value: Any, where: str, depth: int = 0) -> None:
+    if depth > 32:
+        raise HttpError(400, f"the {where} is nested too deeply")
+    if isinstance(value, str):
+        if problem := text_problem(value):
+            raise HttpError(400, f"the {where} {problem}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_strings(key, where, depth + 1)
+            _check_strings(item, where, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _check_strings(item, where, depth + 1)
+
+
 api = NinjaAPI(
     title="Kairos API",
     version="1.0",
     description="Create tasks for phones and resolve the agent's tickets. "
                 "Authenticate with a session or `Authorization: Bearer <token>` "
-                "(`manage.py create_token USERNAME`).",
-    auth=[BearerToken(), django_auth],
+                "(`manage.py create_token USERNAME`). Every error is JSON "
+                "`{\"detail\": …}`.",
+    auth=[BearerToken(), BrowserSession()],
+    parser=StrictJsonParser(),
     urls_namespace="api",
 )
+
+
+def errors(*codes: int) -> dict[int, Any]:
+    """The error answers an endpoint may give, for the OpenAPI document."""
+    return {code: ErrorOut for code in (400, 401, *codes)}
 
 
 @api.exception_handler(services.ServiceError)
@@ -45,12 +120,21 @@ def service_error(request: HttpRequest, exc: services.ServiceError):
     return api.create_response(request, {"detail": exc.detail}, status=exc.status)
 
 
+# Numeric fields with a range, for one message naming both ends.
+BOUNDS = {"threshold": (0, 5)}
+
+
 @api.exception_handler(ValidationError)
 def validation_error(request: HttpRequest, exc: ValidationError):
     problems = []
     for error in exc.errors:
         where = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "payload"))
-        problems.append(f"{where}: {error.get('msg')}" if where else str(error.get("msg")))
+        message = str(error.get("msg"))
+        if error.get("type") == "string_pattern_mismatch":
+            message = "must not be empty"
+        elif where in BOUNDS:
+            message = "must be between {} and {}".format(*BOUNDS[where])
+        problems.append(f"{where}: {message}" if where else message)
     return api.create_response(request, {"detail": "; ".join(problems) or "invalid request"},
                                status=400)
 
@@ -60,36 +144,33 @@ def auth_error(request: HttpRequest, exc: AuthenticationError):
     return api.create_response(request, {"detail": "authentication required"}, status=401)
 
 
-class DeviceOut(Schema):
-    id: str
-    name: str
-    kind: str
-    status: str
-    width: int
-    height: int
+@api.exception_handler(DeviceError)
+def device_error(request: HttpRequest, exc: DeviceError):
+    return api.create_response(request, {"detail": f"the phone is unavailable: {exc}"[:500]},
+                               status=503)
 
 
-class TaskIn(Schema):
-    instruction: str
-    device: str
-    threshold: float | None = None
-    backend: str | None = None
-    suite: str | None = None
-    suite_task: str | None = None
+@api.exception_handler(Exception)
+def server_error(request: HttpRequest, exc: Exception):
+    # With DEBUG on or off: JSON for the caller, the traceback for the log only.
+    if isinstance(exc, HttpError):
+        return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+    logger.error("API error on %s %s", request.method, request.path[:200], exc_info=exc)
+    return api.create_response(request, {"detail": "internal server error"}, status=500)
 
 
-class ResolveIn(Schema):
-    decision: Literal["approve", "edit", "takeover", "answer", "abort"]
-    action: dict[str, Any] | None = None
-    answer: str | None = None
+def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """Unknown routes under ``/api/``: JSON, never the HTML 404 page."""
+    return JsonResponse({"detail": "no such API endpoint; see /api/docs"}, status=404)
 
 
-class MessageIn(Schema):
-    text: str
+def api_or_page_server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``: JSON under ``/api/``, the HTML page elsewhere."""
+    from django.views.defaults import server_error as page_server_error
 
-
-class InputIn(Schema):
-    action: dict[str, Any]
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "internal server error"}, status=500)
+    return page_server_error(request)
 
 
 def step_json(step: Any) -> dict[str, Any]:
@@ -118,93 +199,113 @@ def task_detail(task: Any) -> dict[str, Any]:
     return data
 
 
-@api.get("/devices", response=list[DeviceOut], tags=["devices"])
+@api.get("/devices", response={200: list[DeviceOut], **errors()}, tags=["devices"])
 def list_devices(request: HttpRequest):
-    return [d.to_json() for d in Device.objects.all()]
+    """The phones you may run tasks on."""
+    return [d.to_json() for d in services.usable_devices(request.user)]
 
 
-@api.post("/tasks", response={201: dict}, tags=["tasks"])
+@api.post("/tasks", response={201: TaskOut, **errors(403, 404, 503)}, tags=["tasks"])
 def create_task(request: HttpRequest, payload: TaskIn):
+    """Start a task on a phone; 404 for an unknown phone, 403 for one you may not use."""
     device = services.access_device(request.user, payload.device)
-    if (payload.backend == "oracle" or payload.suite) and not services.is_operator(request.user):
+    if (payload.backend == "oracle" or payload.suite or payload.suite_task) and \
+            not services.is_operator(request.user):
         raise services.Forbidden("only operators may run suite tasks or the oracle backend")
+    suite, suite_task = services.check_suite(payload.suite, payload.suite_task)
     task = services.create_task(
         request.user, device, payload.instruction, threshold=payload.threshold,
-        backend=payload.backend, suite=payload.suite or "", suite_task=payload.suite_task or "",
+        backend=payload.backend, suite=suite, suite_task=suite_task,
     )
     return 201, task_detail(task)
 
 
-@api.get("/tasks", response=list[dict], tags=["tasks"])
-def list_tasks(request: HttpRequest, status: str | None = None):
+@api.get("/tasks", response={200: list[TaskSummaryOut], **errors()}, tags=["tasks"])
+def list_tasks(request: HttpRequest, status: Query[TaskStatusFilter | None] = None):
+    """Your tasks (all tasks for operators), newest first, at most 200."""
     tasks = services.visible_tasks(request.user)
     if status:
         tasks = tasks.filter(status=status)
     return [events.task_summary(t) for t in tasks[:200]]
 
 
-@api.get("/tasks/{task_id}", response=dict, tags=["tasks"])
+@api.get("/tasks/{task_id}", response={200: TaskOut, **errors(404)}, tags=["tasks"])
 def get_task(request: HttpRequest, task_id: str):
     return task_detail(services.access_task(request.user, task_id))
 
 
-@api.post("/tasks/{task_id}/abort", response=dict, tags=["tasks"])
+@api.post("/tasks/{task_id}/abort", response={200: TaskOut, **errors(403, 404, 409)},
+          tags=["tasks"])
 def abort_task(request: HttpRequest, task_id: str):
+    """Stop the task; 409 when it has already ended."""
     task = services.access_task(request.user, task_id)
     return task_detail(services.abort_task(task, request.user))
 
 
-@api.post("/tasks/{task_id}/messages", response={201: dict}, tags=["tasks"])
+@api.post("/tasks/{task_id}/messages", response={201: MessageOut, **errors(403, 404, 409)},
+          tags=["tasks"])
 def post_message(request: HttpRequest, task_id: str, payload: MessageIn):
+    """Write in the task's chat; from its owner this answers an open question."""
     task = services.access_task(request.user, task_id)
     return 201, events.message_json(services.post_message(task, request.user, payload.text))
 
 
-@api.post("/tasks/{task_id}/input", response=dict, tags=["tasks"])
+@api.post("/tasks/{task_id}/input", response={200: StepOut, **errors(403, 404, 409, 503)},
+          tags=["tasks"])
 def operator_input(request: HttpRequest, task_id: str, payload: InputIn):
+    """One input on the phone by the operator holding the task's take-over."""
     task = services.access_task(request.user, task_id)
     return step_json(services.operator_input(task, request.user, payload.action))
 
 
-@api.post("/tasks/{task_id}/hand_back", response=dict, tags=["tasks"])
+@api.post("/tasks/{task_id}/hand_back", response={200: TaskOut, **errors(403, 404, 409)},
+          tags=["tasks"])
 def hand_back(request: HttpRequest, task_id: str):
+    """End your take-over: the agent goes on from the phone's current screen."""
     task = services.access_task(request.user, task_id)
     return task_detail(services.hand_back(task, request.user))
 
 
-@api.get("/tickets", response=list[dict], tags=["tickets"])
-def list_tickets(request: HttpRequest, status: str | None = None):
+@api.get("/tickets", response={200: list[TicketOut], **errors(403)}, tags=["tickets"])
+def list_tickets(request: HttpRequest, status: Query[TicketStatusFilter | None] = None):
+    """Operators: tickets, oldest first; ``status=open`` includes claimed ones."""
     if not services.is_operator(request.user):
         raise services.Forbidden("only operators handle tickets")
     tickets = Ticket.objects.select_related("task", "task__device", "step", "assignee")
-    if status == "open":  # "open" means still waiting for a person, claimed or not
+    if status == TicketStatus.OPEN:  # still waiting for a person, claimed or not
         tickets = tickets.filter(status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED))
     elif status:
-        if status not in TicketStatus.values:
-            raise services.ServiceError(f"unknown status '{status[:20]}'")
         tickets = tickets.filter(status=status)
     return [events.ticket_json(t) for t in tickets.order_by("created_at")[:500]]
 
 
-@api.get("/tickets/{ticket_id}", response=dict, tags=["tickets"])
+@api.get("/tickets/{ticket_id}", response={200: TicketOut, **errors(403, 404)},
+         tags=["tickets"])
 def get_ticket(request: HttpRequest, ticket_id: str):
     return events.ticket_json(services.access_ticket(request.user, ticket_id))
 
 
-@api.post("/tickets/{ticket_id}/claim", response=dict, tags=["tickets"])
+@api.post("/tickets/{ticket_id}/claim", response={200: TicketOut, **errors(403, 404, 409)},
+          tags=["tickets"])
 def claim_ticket(request: HttpRequest, ticket_id: str):
+    """Take the ticket; 409 when someone else holds it or it is closed."""
     ticket = services.access_ticket(request.user, ticket_id)
     return events.ticket_json(services.claim_ticket(ticket, request.user))
 
 
-@api.post("/tickets/{ticket_id}/release", response=dict, tags=["tickets"])
+@api.post("/tickets/{ticket_id}/release", response={200: TicketOut, **errors(403, 404, 409)},
+          tags=["tickets"])
 def release_ticket(request: HttpRequest, ticket_id: str):
+    """Give back a ticket you hold; 409 when you do not hold it."""
     ticket = services.access_ticket(request.user, ticket_id)
     return events.ticket_json(services.release_ticket(ticket, request.user))
 
 
-@api.post("/tickets/{ticket_id}/resolve", response=dict, tags=["tickets"])
+@api.post("/tickets/{ticket_id}/resolve", response={200: TicketOut, **errors(403, 404, 409)},
+          tags=["tickets"])
 def resolve_ticket(request: HttpRequest, ticket_id: str, payload: ResolveIn):
+    """Approve, edit, take over, answer or abort; 409 when no longer open, 400 on an
+    invalid action."""
     ticket = services.access_ticket(request.user, ticket_id)
     ticket = services.resolve_ticket(ticket, request.user, payload.decision,
                                      action=payload.action, answer=payload.answer)

@@ -50,19 +50,9 @@ def home(request: HttpRequest) -> HttpResponse:
     return redirect("task_list")
 
 
-def _usable_devices(user: Any):
-    """The phones ``user`` may start tasks on (the same rule as services.access_device)."""
-    from django.db.models import Q
-
-    devices = Device.objects.order_by("name")
-    if services.is_operator(user):
-        return devices
-    return devices.filter(Q(users=None) | Q(users=user)).distinct()
-
-
 @login_required
 def task_list(request: HttpRequest) -> HttpResponse:
-    devices = _usable_devices(request.user)
+    devices = services.usable_devices(request.user)
     if request.method == "POST":
         try:
             device = services.access_device(request.user, request.POST.get("device", ""))

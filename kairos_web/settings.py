@@ -198,6 +198,8 @@ KAIROS_CLARIFICATION_TIMEOUT = envfloat("KAIROS_CLARIFICATION_TIMEOUT", 300.0)
 KAIROS_SIM_DEVICES = [
     n.strip() for n in os.environ.get("KAIROS_SIM_DEVICES", "sim-1,sim-2").split(",") if n.strip()
 ]
+# Suite files a caller may name over the API besides the bundled ones (by file stem).
+KAIROS_SUITES_DIR = os.environ.get("KAIROS_SUITES_DIR", "")
 KAIROS_LLM_BASE_URL = os.environ.get("KAIROS_LLM_BASE_URL", "")
 KAIROS_LLM_API_KEY = os.environ.get("KAIROS_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
 KAIROS_LLM_MODEL = os.environ.get("KAIROS_LLM_MODEL", "")
