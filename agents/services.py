@@ -710,10 +710,15 @@ def abort_task(task: Task, user: Any) -> Task:
 # --- take-over -----------------------------------------------------------------------
 
 def check_takeover_holder(task: Task, user: Any) -> Ticket:
-    ticket = task.tickets.filter(decision=Decision.TAKEOVER, resolved_by=user).order_by(
-        "-resolved_at").first()
-    if task.status != TaskStatus.TAKEN_OVER or ticket is None:
-        raise Forbidden("you do not hold a take-over of this task")
+    """The take-over ``user`` holds on ``task``: the task's *latest* take-over, still on.
+
+    An operator who took over earlier and handed back must not keep control once
+    someone else took over at a later ticket.
+    """
+    ticket = task.tickets.filter(decision=Decision.TAKEOVER).order_by("-resolved_at").first()
+    if task.status != TaskStatus.TAKEN_OVER or ticket is None or \
+            ticket.resolved_by_id != getattr(user, "pk", None):
+        raise Forbidden("you do not hold the take-over of this task")
     return ticket
 
 

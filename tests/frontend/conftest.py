@@ -186,24 +186,3 @@ def save_screenshot(page: Any, name: str) -> Path:
     page.screenshot(path=str(path), full_page=True)
     return path
 
-
-# --- the JSON API through Django's test client -----------------------------------------
-
-@pytest.fixture
-def api(client, demo):
-    """``api(method, path, user="operator", body=None)`` → (status, JSON body or None).
-
-    Authenticates with a Bearer token of the demo ``user`` (anonymous when None).
-    """
-    from frontend.models import ApiToken
-
-    def call(method: str, path: str, user: str | None = "operator", body: Any = None):
-        headers = {}
-        if user:
-            _, token = ApiToken.issue(demo[user])
-            headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
-        response = getattr(client, method)(path, data=json.dumps(body) if body is not None
-                                           else None, content_type="application/json",
-                                           **headers)
-        return response.status_code, response.json() if response.content else None
-    return call
