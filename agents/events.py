@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
-from devices.streaming import send_to_group
+from devices.streaming import device_group, send_to_group
 
 OPERATORS_GROUP = "operators"
 
@@ -67,6 +67,9 @@ def task_updated(task: Any) -> None:
     event = {"type": "task.updated", "task": task_summary(task)}
     _send_on_commit(OPERATORS_GROUP, event)
     _send_on_commit(task_group(task.id), event)
+    # The phone's screen viewers re-check who may watch (devices.consumers.ScreenConsumer).
+    group = device_group(str(task.device_id))
+    transaction.on_commit(lambda: send_to_group(group, {"type": "screen.access"}))
 
 
 def message_json(message: Any) -> dict[str, Any]:

@@ -98,14 +98,14 @@ async def test_another_end_user_is_refused_with_4403(demo, latte):
         return user
 
     other = await database_sync_to_async(mallory)()
-    chat, result = await connect(f"/ws/tasks/{latte.id}/", other)
+    chat, result = await connect(f"/ws/tasks/{latte.id}/", other, refused=True)
     assert result == 4403
-    screen, result = await connect(f"/ws/devices/{latte.device_id}/screen/", other)
+    screen, result = await connect(f"/ws/devices/{latte.device_id}/screen/", other, refused=True)
     assert result == 4403
 
 
 async def test_an_anonymous_socket_is_refused_with_4401(latte):
-    _, result = await connect(f"/ws/tasks/{latte.id}/", None)
+    _, result = await connect(f"/ws/tasks/{latte.id}/", None, refused=True)
     assert result == 4401
 
 
