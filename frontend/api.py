@@ -31,16 +31,29 @@ from frontend.schemas import (
 logger = logging.getLogger(__name__)
 
 
+def user_for_token(token: str) -> Any:
+    """The active user an API token belongs to, or None."""
+    if len(token) > 200 or text_problem(token):
+        return None
+    row = ApiToken.objects.select_related("user").filter(token_hash=hash_token(token)).first()
+    if row is None or not row.user.is_active:
+        return None
+    ApiToken.objects.filter(id=row.id).update(last_used_at=timezone.now())
+    return row.user
+
+
+def bearer_user(request: HttpRequest) -> Any:
+    """The user of an ``Authorization: Bearer`` header, or None (outside ninja's views)."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return user_for_token(token.strip()) if scheme.lower() == "bearer" and token else None
+
+
 class BearerToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        if len(token) > 200 or text_problem(token):
-            return None
-        row = ApiToken.objects.select_related("user").filter(token_hash=hash_token(token)).first()
-        if row is None or not row.user.is_active:
-            return None
-        ApiToken.objects.filter(id=row.id).update(last_used_at=timezone.now())
-        request.user = row.user
-        return row.user
+        user = user_for_token(token)
+        if user is not None:
+            request.user = user
+        return user
 
 
 class BrowserSession(SessionAuth):

@@ -7,13 +7,13 @@ from typing import Any, Callable
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agents import services
-from agents.models import Ticket, TicketStatus, TrainingRecord
-from devices.actions import Action, validate_action
+from agents.models import Step, Ticket, TicketStatus, TrainingRecord
+from devices.actions import Action, text_problem, validate_action
 from devices.models import Device
 from frontend.api import healthz_status
 
@@ -161,6 +161,39 @@ def ticket_action(request: HttpRequest, ticket_id: Any) -> HttpResponse:
         messages.error(request, exc.detail)
         return redirect("ticket_detail", ticket_id=ticket_id)
     return redirect("console")
+
+
+MAX_MEDIA_PATH = 255
+
+
+def media_file(request: HttpRequest, path: str) -> HttpResponse:
+    """A file under MEDIA_ROOT, by the rules of what it belongs to.
+
+    A step's screenshot follows its task (the owner and operators; others get a 404, as
+    for the task itself); any other file is for admins only. A session or the API's
+    Bearer token. In the full stack a web server may sit in front, but must ask this view
+    (e.g. nginx ``auth_request``) rather than serve the directory.
+    """
+    from django.views.static import serve
+
+    from frontend.api import bearer_user
+
+    user = request.user if request.user.is_authenticated else bearer_user(request)
+    if user is None:
+        return JsonResponse({"detail": "authentication required"}, status=401)
+    if len(path) > MAX_MEDIA_PATH or text_problem(path) or ".." in path.split("/"):
+        raise Http404("no such file")
+    step = Step.objects.filter(screenshot=path).select_related("task").first()
+    if step is not None:
+        try:
+            services.access_task(user, step.task_id)
+        except services.ServiceError:
+            raise Http404("no such file") from None
+    elif not services.is_admin(user):
+        raise Http404("no such file")
+    response = serve(request, path, document_root=settings.MEDIA_ROOT)
+    response["Cache-Control"] = "private, max-age=3600"
+    return response
 
 
 @admin_required
