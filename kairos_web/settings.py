@@ -62,6 +62,26 @@ CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
 ]
 
+# HTTPS deployments (README "Security switches"). KAIROS_HTTPS=1 turns on the redirect,
+# secure cookies and a year of HSTS; each can also be set on its own.
+KAIROS_HTTPS = envbool("KAIROS_HTTPS", False)
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", KAIROS_HTTPS)
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", KAIROS_HTTPS)
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", KAIROS_HTTPS)
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31536000 if KAIROS_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", KAIROS_HTTPS)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)
+# Behind a TLS-terminating proxy: the header it sets, e.g. "X-Forwarded-Proto: https".
+if os.environ.get("SECURE_PROXY_SSL_HEADER"):
+    _name, _, _value = os.environ["SECURE_PROXY_SSL_HEADER"].partition(":")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _name.strip().upper().replace("-", "_"), _value.strip())
+# Content-Security-Policy: "1" for Kairos's own policy, or a policy string ("" = none).
+KAIROS_CSP = os.environ.get("KAIROS_CSP", "")
+# Login throttling (frontend/security.py): failures per username and address, and the
+# seconds they lock that pair out for.
+KAIROS_LOGIN_MAX_FAILURES = envint("KAIROS_LOGIN_MAX_FAILURES", 5)
+KAIROS_LOGIN_LOCKOUT = envint("KAIROS_LOGIN_LOCKOUT", 900)
+
 VAR_DIR = Path(os.environ.get("KAIROS_VAR_DIR", BASE_DIR / "var"))
 MEDIA_ROOT = VAR_DIR / "media"
 MEDIA_URL = "/media/"
@@ -77,6 +97,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "channels",
+    "ninja",  # serves Swagger UI's files for /api/docs from here, not a CDN
     "devices",
     "agents",
     "frontend",
@@ -91,6 +112,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "frontend.security.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "kairos_web.urls"
@@ -157,6 +179,9 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 EMBEDDED = not REDIS_URL
 
 if REDIS_URL:
+    # Shared by every process (login throttling counts failures here).
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": REDIS_URL}}
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
