@@ -189,7 +189,7 @@ def check_suite(name: Any, task_id: Any) -> tuple[str, str]:
     if not name and not task_id:
         return "", ""
     if not isinstance(name, str) or not isinstance(task_id, str) or not name or not task_id:
-        raise ServiceError("a suite task needs both 'suite' and 'suite_task'")
+        raise NotFound("a suite task needs both 'suite' and 'suite_task'")
     check_text(name, "suite")
     check_text(task_id, "suite_task")
     ref: str | None = name if name in bundled_suite_names() else None
@@ -202,12 +202,12 @@ def check_suite(name: Any, task_id: Any) -> tuple[str, str]:
                 break
     if ref is None:
         where = f" or a file in {directory}" if directory else ""
-        raise ServiceError(f"no suite '{name[:64]}': use one of "
+        raise NotFound(f"no suite '{name[:64]}': use one of "
                            f"{', '.join(bundled_suite_names())}{where}")
     try:
         find_suite(ref).task(task_id)
     except KeyError as exc:
-        raise ServiceError(str(exc.args[0])[:300]) from None
+        raise NotFound(str(exc.args[0])[:300]) from None
     except SimLoadError as exc:
         raise ServiceError(f"suite '{name[:64]}' cannot be loaded: {str(exc)[:300]}") from None
     return ref, task_id
@@ -593,11 +593,11 @@ def check_resolution(ticket: Ticket, decision: Any, action: Any = None,
         return Resolution(decision, answer=check_message_text(answer))
     if decision == Decision.APPROVE:
         if ticket.kind == TicketKind.CLARIFICATION:
-            raise ServiceError("a clarification is resolved with an answer, not approved")
+            raise Conflict("a clarification is resolved with an answer, not approved")
         proposed = ticket.step.proposed_action if ticket.step else None
         checked = validate_action(proposed) if proposed else None
         if not isinstance(checked, Action):
-            raise ServiceError("there is no valid proposed action to approve; edit it instead")
+            raise Conflict("there is no valid proposed action to approve; edit it instead")
         return Resolution(decision, action=checked)
     if decision == Decision.EDIT:
         device = ticket.task.device

@@ -73,41 +73,63 @@ class BrowserSession(SessionAuth):
 
 
 class StrictJsonParser(Parser):
-    """JSON bodies must be objects, and no string anywhere may hold NUL or a lone
-    surrogate: PostgreSQL cannot store them and sockets cannot carry them."""
+    """A JSON body must be an object (ninja reports any other as 400 "Cannot parse
+    request body"); strings in it were already checked by :class:`ApiInputCheck`."""
 
     def parse_body(self, request: HttpRequest) -> dict[str, Any]:
-        if not request.body:
-            raise HttpError(400, "the request body is empty; send a JSON object")
-        try:
-            data = json.loads(request.body)
-        except (ValueError, RecursionError):
-            raise HttpError(400, "the request body is not valid JSON") from None
+        data = json.loads(request.body)
         if not isinstance(data, dict):
-            raise HttpError(400, "the request body must be a JSON object")
-        _check_strings(data, "body")
+            raise ValueError("the request body must be a JSON object")
         return data
 
-    def parse_querydict(self, data: Any, list_fields: list[str], request: HttpRequest
-                        ) -> dict[str, Any]:
-        for key, values in data.lists():
-            _check_strings([key, *values], f"query parameter '{key[:40]}'")
-        return super().parse_querydict(data, list_fields, request)
 
-
-def _check_strings(value: Any, where: str, depth: int = 0) -> None:
-    if depth > 32:
-        raise HttpError(400, f"the {where} is nested too deeply")
+def _input_problem(value: Any, depth: int = 0) -> str | None:
+    if depth > 64:
+        return "is nested too deeply"
     if isinstance(value, str):
-        if problem := text_problem(value):
-            raise HttpError(400, f"the {where} {problem}")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _check_strings(key, where, depth + 1)
-            _check_strings(item, where, depth + 1)
+        return text_problem(value)
+    if isinstance(value, dict):
+        items = [*value.keys(), *value.values()]
     elif isinstance(value, list):
-        for item in value:
-            _check_strings(item, where, depth + 1)
+        items = value
+    else:
+        return None
+    for item in items:
+        if problem := _input_problem(item, depth + 1):
+            return problem
+    return None
+
+
+class ApiInputCheck:
+    """Middleware: under ``/api/``, no string of the path, the query or a JSON body may
+    hold NUL or a lone surrogate — PostgreSQL cannot store them, sockets cannot carry
+    them — so they are a 400 here, before any view, instead of a 500 deep inside one."""
+
+    def __init__(self, get_response: Any):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith("/api/"):
+            problem = self._problem(request)
+            if problem:
+                return JsonResponse({"detail": problem}, status=400)
+        return self.get_response(request)
+
+    @staticmethod
+    def _problem(request: HttpRequest) -> str | None:
+        if problem := text_problem(request.path):
+            return f"the URL {problem}"
+        for key, values in request.GET.lists():
+            if problem := _input_problem([key, *values]):
+                return f"the query parameter '{key[:40]}' {problem}"
+        if request.content_type == "application/json" and request.body:
+            try:
+                data = json.loads(request.body)
+            except (ValueError, RecursionError):
+                return "the request body is not valid JSON"
+            if problem := _input_problem(data):
+                return f"the request body {problem}"
+        return None
 
 
 api = NinjaAPI(
@@ -116,11 +138,24 @@ api = NinjaAPI(
     description="Create tasks for phones and resolve the agent's tickets. "
                 "Authenticate with a session or `Authorization: Bearer <token>` "
                 "(`manage.py create_token USERNAME`). Every error is JSON "
-                "`{\"detail\": …}`.",
+                "`{\"detail\": …}`. No string may contain a NUL character or a lone "
+                "UTF-16 surrogate (400).",
     auth=[BearerToken(), BrowserSession()],
     parser=StrictJsonParser(),
     urls_namespace="api",
 )
+
+
+def links(status: int, pointer: str, param: str, *operations: str) -> dict[str, Any]:
+    """OpenAPI links: the id an answer carries feeds these operations (clients and
+    Schemathesis's stateful tests follow them from a created task to its actions)."""
+    return {"responses": {str(status): {"links": {
+        op: {"operationId": f"frontend_api_{op}", "parameters": {param: pointer}}
+        for op in operations}}}}
+
+
+TASK_OPERATIONS = ("get_task", "abort_task", "post_message", "operator_input", "hand_back")
+TICKET_OPERATIONS = ("get_ticket", "claim_ticket", "release_ticket", "resolve_ticket")
 
 
 def errors(*codes: int) -> dict[int, Any]:
@@ -218,7 +253,8 @@ def list_devices(request: HttpRequest):
     return [d.to_json() for d in services.usable_devices(request.user)]
 
 
-@api.post("/tasks", response={201: TaskOut, **errors(403, 404, 503)}, tags=["tasks"])
+@api.post("/tasks", response={201: TaskOut, **errors(403, 404, 503)}, tags=["tasks"],
+          openapi_extra=links(201, "$response.body#/id", "task_id", *TASK_OPERATIONS))
 def create_task(request: HttpRequest, payload: TaskIn):
     """Start a task on a phone; 404 for an unknown phone, 403 for one you may not use."""
     device = services.access_device(request.user, payload.device)
@@ -233,7 +269,8 @@ def create_task(request: HttpRequest, payload: TaskIn):
     return 201, task_detail(task)
 
 
-@api.get("/tasks", response={200: list[TaskSummaryOut], **errors()}, tags=["tasks"])
+@api.get("/tasks", response={200: list[TaskSummaryOut], **errors()}, tags=["tasks"],
+         openapi_extra=links(200, "$response.body#/0/id", "task_id", *TASK_OPERATIONS))
 def list_tasks(request: HttpRequest, status: Query[TaskStatusFilter | None] = None):
     """Your tasks (all tasks for operators), newest first, at most 200."""
     tasks = services.visible_tasks(request.user)
@@ -279,7 +316,8 @@ def hand_back(request: HttpRequest, task_id: str):
     return task_detail(services.hand_back(task, request.user))
 
 
-@api.get("/tickets", response={200: list[TicketOut], **errors(403)}, tags=["tickets"])
+@api.get("/tickets", response={200: list[TicketOut], **errors(403)}, tags=["tickets"],
+         openapi_extra=links(200, "$response.body#/0/id", "ticket_id", *TICKET_OPERATIONS))
 def list_tickets(request: HttpRequest, status: Query[TicketStatusFilter | None] = None):
     """Operators: tickets, oldest first; ``status=open`` includes claimed ones."""
     if not services.is_operator(request.user):

@@ -137,27 +137,70 @@ class TaskOut(TaskSummaryOut):
     messages: list[MessageOut]
 
 
+NOT_BLANK = r"\S"
+
+
+def _action_schema() -> dict[str, Any]:
+    """The action JSON of CONTRACT "Actions", per type. The server also accepts the
+    aliases models write (TAP, BACK …); coordinates must lie on the phone's screen, which
+    the document cannot state (a 400 names the screen size)."""
+    point = {"required": ["x", "y"]}
+    needs = {
+        "CLICK": point, "LONG_CLICK": point, "TYPE": {"required": ["text"]},
+        "SCROLL": {"required": ["direction"]}, "OPENAPP": {"required": ["app"]},
+    }
+    return {
+        "type": "object",
+        "required": ["type"],
+        "properties": {
+            "type": {"enum": list(ACTION_TYPES)},
+            "x": {"type": "integer", "minimum": 0, "maximum": 99999},
+            "y": {"type": "integer", "minimum": 0, "maximum": 99999},
+            "text": {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": NOT_BLANK},
+            "direction": {"enum": list(DIRECTIONS)},
+            "app": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": NOT_BLANK},
+            "element": {"type": "string", "maxLength": 200},
+        },
+        "allOf": [{"if": {"properties": {"type": {"const": kind}}, "required": ["type"]},
+                   "then": rule} for kind, rule in needs.items()],
+    }
+
+
 class TaskIn(Schema):
-    instruction: str = Field(..., min_length=1, max_length=2000, pattern=r"\S")
+    instruction: str = Field(..., min_length=1, max_length=2000, pattern=NOT_BLANK)
     device: str = Field(..., min_length=1, max_length=200, description="a device id or name")
     threshold: float | None = Field(None, ge=0, le=5, description="γ; default 4")
     backend: str | None = Field(None, max_length=32, description="heuristic, openai or oracle")
-    suite: str | None = Field(None, max_length=100,
+    suite: str | None = Field(None, min_length=1, max_length=100,
                               description="operators: a bundled suite (or one of "
-                                          "KAIROS_SUITES_DIR), with suite_task")
-    suite_task: str | None = Field(None, max_length=128)
+                                          "KAIROS_SUITES_DIR), with suite_task; 404 when "
+                                          "there is no such suite or task")
+    suite_task: str | None = Field(None, min_length=1, max_length=128)
+
+    model_config = ConfigDict(json_schema_extra={
+        "dependentRequired": {"suite": ["suite_task"], "suite_task": ["suite"]}})
 
 
 class ResolveIn(Schema):
     decision: choices(Decision.values)  # type: ignore[valid-type]
     action: dict[str, Any] | None = Field(
-        None, description="for edit: the action to run instead, {type, …}")
-    answer: str | None = Field(None, max_length=2000, description="for answer")
+        None, description="for edit: the action to run instead, {type, …}",
+        json_schema_extra={"anyOf": [_action_schema(), {"type": "null"}]})
+    answer: str | None = Field(None, min_length=1, max_length=2000, pattern=NOT_BLANK,
+                               description="for answer")
+
+    model_config = ConfigDict(json_schema_extra={"allOf": [
+        {"if": {"properties": {"decision": {"const": "answer"}}, "required": ["decision"]},
+         "then": {"required": ["answer"], "properties": {"answer": {"type": "string"}}}},
+        {"if": {"properties": {"decision": {"const": "edit"}}, "required": ["decision"]},
+         "then": {"required": ["action"], "properties": {"action": _action_schema()}}},
+    ]})
 
 
 class MessageIn(Schema):
-    text: str = Field(..., min_length=1, max_length=2000, pattern=r"\S")
+    text: str = Field(..., min_length=1, max_length=2000, pattern=NOT_BLANK)
 
 
 class InputIn(Schema):
-    action: dict[str, Any] = Field(..., description="an action {type, …} in device pixels")
+    action: dict[str, Any] = Field(..., description="an action {type, …} in device pixels",
+                                   json_schema_extra=_action_schema())

@@ -13,3 +13,7 @@ else:
     os.environ.pop("REDIS_URL", None)
 
 from kairos_web.settings import *  # noqa: E402,F401,F403
+
+# Hashing a password costs ~0.3 s by design; seed_demo hashes three per test. The tests
+# that log in through a real server use kairos_web.settings and keep the real hasher.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -174,7 +174,7 @@ def test_a_suite_over_the_api_must_be_bundled_and_have_the_task(api, phones, inl
                                                                suite, task_id, fragment):
     status, body = api("post", "/api/tasks", body={
         "instruction": "x", "device": "sim-1", "suite": suite, "suite_task": task_id})
-    assert status == 400 and fragment in body["detail"], body
+    assert status == 404 and fragment in body["detail"], body
     assert not Task.objects.exists()
 
 
