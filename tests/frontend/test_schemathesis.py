@@ -40,7 +40,7 @@ def test_schemathesis_finds_no_failure(tmp_path):
              "--max-examples", MAX_EXAMPLES, "--seed", "20261123", "--workers", "1",
              "--generation-codec", "utf-8", "--generation-allow-x00", "false",
              "--no-color"],
-            capture_output=True, text=True, timeout=280)
+            capture_output=True, text=True, timeout=280, cwd=tmp_path)  # its cache goes there
         log = server.log_tail(100_000)
     summary = re.search(r"(\d+) generated, .*", run.stdout)
     print(summary.group(0) if summary else run.stdout[-3000:])
