@@ -170,10 +170,10 @@ def check_backend(name: Any, device: Device) -> str:
 
     name = name or settings.KAIROS_DEFAULT_BACKEND
     if not isinstance(name, str) or name not in backend_names():
-        raise ServiceError(
+        raise NotFound(
             f"unknown backend '{str(name)[:32]}': use one of {', '.join(backend_names())}")
     if name == "oracle" and device.kind != "sim":
-        raise ServiceError("the oracle backend exists for simulated phones only")
+        raise Conflict("the oracle backend exists for simulated phones only")
     return name
 
 

@@ -203,6 +203,14 @@ def validate_action(
         return ActionError(
             f"unknown action type '{shown}'; expected one of {', '.join(ACTION_TYPES)}", "type"
         )
+    # Fields that do not belong to the type are ignored, but must still be well-formed.
+    for name in ("x", "y"):
+        if data.get(name) not in (None, "") and _coerce_int(data[name]) is None and \
+                kind not in POINT_TYPES:
+            return ActionError(f"'{name}' must be a number of device pixels", name)
+    for name in ("text", "direction", "app"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            return ActionError(f"'{name}' must be a string", name)
     element = data.get("element")
     if element is not None:
         if not isinstance(element, str) or len(element) > MAX_ELEMENT_LENGTH:

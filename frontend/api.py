@@ -149,7 +149,7 @@ api = NinjaAPI(
 def links(status: int, pointer: str, param: str, *operations: str) -> dict[str, Any]:
     """OpenAPI links: the id an answer carries feeds these operations (clients and
     Schemathesis's stateful tests follow them from a created task to its actions)."""
-    return {"responses": {str(status): {"links": {
+    return {"responses": {status: {"links": {
         op: {"operationId": f"frontend_api_{op}", "parameters": {param: pointer}}
         for op in operations}}}}
 

@@ -141,25 +141,39 @@ NOT_BLANK = r"\S"
 
 
 def _action_schema() -> dict[str, Any]:
-    """The action JSON of CONTRACT "Actions", per type. The server also accepts the
-    aliases models write (TAP, BACK …); coordinates must lie on the phone's screen, which
-    the document cannot state (a 400 names the screen size)."""
-    point = {"required": ["x", "y"]}
+    """The action JSON of CONTRACT "Actions", per type, as the server reads it (it also
+    accepts the aliases models write: TAP, BACK …, in any case); coordinates must lie on
+    the phone's screen, which the document cannot state (a 400 names the screen size)."""
+    # Models write numbers as strings too ("540"), and fractions; they are rounded. Beyond
+    # a million pixels a number is refused whatever the type; off the screen, for a type
+    # that taps, it is a 400 naming the screen.
+    number = [{"type": "integer", "minimum": -999999, "maximum": 999999},
+              {"type": "number", "minimum": -999999, "maximum": 999999},
+              {"type": "string",
+               "pattern": r"^\s*([-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?)?\s*$"}]
+    pixel = {"anyOf": [*number, {"type": "null"}]}
+    on_screen = {"anyOf": number}
+    point = {"required": ["x", "y"], "properties": {"x": on_screen, "y": on_screen}}
     needs = {
-        "CLICK": point, "LONG_CLICK": point, "TYPE": {"required": ["text"]},
-        "SCROLL": {"required": ["direction"]}, "OPENAPP": {"required": ["app"]},
+        "CLICK": point, "LONG_CLICK": point,
+        "TYPE": {"required": ["text"], "properties": {"text": {
+            "type": "string", "minLength": 1, "maxLength": 1000, "pattern": NOT_BLANK}}},
+        "SCROLL": {"required": ["direction"], "properties": {"direction": {
+            "enum": list(DIRECTIONS)}}},
+        "OPENAPP": {"required": ["app"], "properties": {"app": {
+            "type": "string", "minLength": 1, "maxLength": 100, "pattern": NOT_BLANK}}},
     }
     return {
         "type": "object",
         "required": ["type"],
         "properties": {
             "type": {"enum": list(ACTION_TYPES)},
-            "x": {"type": "integer", "minimum": 0, "maximum": 99999},
-            "y": {"type": "integer", "minimum": 0, "maximum": 99999},
-            "text": {"type": "string", "minLength": 1, "maxLength": 1000, "pattern": NOT_BLANK},
-            "direction": {"enum": list(DIRECTIONS)},
-            "app": {"type": "string", "minLength": 1, "maxLength": 100, "pattern": NOT_BLANK},
-            "element": {"type": "string", "maxLength": 200},
+            "x": pixel, "y": pixel,
+            # A field of another type is ignored; its own type constrains it (``allOf``).
+            "text": {"type": ["string", "null"]},
+            "direction": {"type": ["string", "null"]},
+            "app": {"type": ["string", "null"]},
+            "element": {"type": ["string", "null"], "maxLength": 200},
         },
         "allOf": [{"if": {"properties": {"type": {"const": kind}}, "required": ["type"]},
                    "then": rule} for kind, rule in needs.items()],
@@ -170,7 +184,8 @@ class TaskIn(Schema):
     instruction: str = Field(..., min_length=1, max_length=2000, pattern=NOT_BLANK)
     device: str = Field(..., min_length=1, max_length=200, description="a device id or name")
     threshold: float | None = Field(None, ge=0, le=5, description="γ; default 4")
-    backend: str | None = Field(None, max_length=32, description="heuristic, openai or oracle")
+    backend: str | None = Field(None, max_length=32,
+                                description="heuristic, openai or oracle; 404 for another")
     suite: str | None = Field(None, min_length=1, max_length=100,
                               description="operators: a bundled suite (or one of "
                                           "KAIROS_SUITES_DIR), with suite_task; 404 when "
@@ -178,7 +193,12 @@ class TaskIn(Schema):
     suite_task: str | None = Field(None, min_length=1, max_length=128)
 
     model_config = ConfigDict(json_schema_extra={
-        "dependentRequired": {"suite": ["suite_task"], "suite_task": ["suite"]}})
+        "dependentRequired": {"suite": ["suite_task"], "suite_task": ["suite"]},
+        # The oracle knows the way only within a suite task.
+        "if": {"properties": {"backend": {"const": "oracle"}}, "required": ["backend"]},
+        "then": {"required": ["suite", "suite_task"],
+                 "properties": {"suite": {"type": "string"}, "suite_task": {"type": "string"}}},
+    })
 
 
 class ResolveIn(Schema):

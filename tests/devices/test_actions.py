@@ -127,3 +127,13 @@ def test_text_with_a_nul_byte_or_a_lone_surrogate_is_refused(field, data):
     result = validate_action(data)
     assert isinstance(result, ActionError) and result.field == field
     assert "NUL" in result.message or "surrogate" in result.message
+
+
+def test_a_field_of_another_type_is_ignored_but_must_be_well_formed():
+    assert validate_action({"type": "TYPE", "text": "hi", "x": "", "app": None}) == \
+        Action("TYPE", text="hi")
+    for bad, field in (({"type": "TYPE", "text": "hi", "x": "abc"}, "x"),
+                       ({"type": "PRESS_BACK", "app": {}}, "app"),
+                       ({"type": "PRESS_BACK", "direction": 3}, "direction")):
+        result = validate_action(bad)
+        assert isinstance(result, ActionError) and result.field == field

@@ -25,9 +25,12 @@ def test_the_api_docs_render_with_no_internet(browser, kairos_server):
 
     context.route("**/*", only_this_server)
     page = context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
     try:
         page.goto(kairos_server.url + "/api/docs")
-        expect(page.locator(".swagger-ui .info .title")).to_contain_text("Kairos API")
+        expect(page.locator(".swagger-ui .info .title"), str(errors)).to_contain_text("Kairos API")
         expect(page.locator(".opblock-summary-path", has_text="/api/tasks/{task_id}/abort")
                ).to_be_visible()
         assert outside == []
