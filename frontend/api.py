@@ -1,12 +1,12 @@
 """The JSON API under ``/api/`` (CONTRACT "HTTP"), with its OpenAPI document.
 
 Views parse input, call one service and render the result. Every error is a JSON
-``{"detail": …}`` with a 4xx status.
+``{"detail": …}``: 4xx for the caller's mistakes, 503 when the phone does not answer,
+500 (logged, no details) for a bug. Request and response schemas: ``frontend/schemas.py``.
 """
 from __future__ import annotations
 
 import json
-
 import logging
 from typing import Any
 
@@ -25,7 +25,7 @@ from devices.host import DeviceError
 from frontend.models import ApiToken, hash_token
 from frontend.schemas import (
     DeviceOut, ErrorOut, InputIn, MessageIn, MessageOut, ResolveIn, StepOut, TaskIn, TaskOut,
-    TaskStatusFilter, TaskSummaryOut, TicketOut, TicketStatusFilter,
+    TaskStatusName, TaskSummaryOut, TicketOut, TicketStatusName,
 )
 
 logger = logging.getLogger(__name__)
@@ -271,7 +271,7 @@ def create_task(request: HttpRequest, payload: TaskIn):
 
 @api.get("/tasks", response={200: list[TaskSummaryOut], **errors()}, tags=["tasks"],
          openapi_extra=links(200, "$response.body#/0/id", "task_id", *TASK_OPERATIONS))
-def list_tasks(request: HttpRequest, status: Query[TaskStatusFilter | None] = None):
+def list_tasks(request: HttpRequest, status: Query[TaskStatusName | None] = None):
     """Your tasks (all tasks for operators), newest first, at most 200."""
     tasks = services.visible_tasks(request.user)
     if status:
@@ -318,7 +318,7 @@ def hand_back(request: HttpRequest, task_id: str):
 
 @api.get("/tickets", response={200: list[TicketOut], **errors(403)}, tags=["tickets"],
          openapi_extra=links(200, "$response.body#/0/id", "ticket_id", *TICKET_OPERATIONS))
-def list_tickets(request: HttpRequest, status: Query[TicketStatusFilter | None] = None):
+def list_tickets(request: HttpRequest, status: Query[TicketStatusName | None] = None):
     """Operators: tickets, oldest first; ``status=open`` includes claimed ones."""
     if not services.is_operator(request.user):
         raise services.Forbidden("only operators handle tickets")

@@ -25,9 +25,6 @@ def choices(values: Any) -> Any:
 
 TaskStatusName = choices(TaskStatus.values)
 TicketStatusName = choices(TicketStatus.values)
-# ``?status=open`` also means "claimed": still waiting for a person.
-TaskStatusFilter = choices(TaskStatus.values)
-TicketStatusFilter = choices(TicketStatus.values)
 
 
 class Out(Schema):
