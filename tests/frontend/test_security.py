@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def _fresh_cache():
-    cache.clear()
+    cache.clear()  # the test settings' in-process cache
     yield
     cache.clear()
 
@@ -90,3 +90,27 @@ def test_the_csp_header_carries_a_nonce_that_the_pages_inline_scripts_use(demo, 
     inline = re.findall(rb"<script(?![^>]*\bsrc=)([^>]*)>", response.content)
     assert inline and all(f'nonce="{nonce}"'.encode() in attrs for attrs in inline)
     assert client.get("/console/")["Content-Security-Policy"] != policy  # fresh per response
+
+
+@pytest.mark.services
+def test_failures_counted_by_one_process_lock_the_login_in_another(demo, settings):
+    """In the full stack the counts live in Redis: a second server process sees them."""
+    from tests.conftest import SERVICES_REDIS_URL
+
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                   "LOCATION": SERVICES_REDIS_URL}}
+    from frontend.security import clear_failures
+
+    clear_failures("operator", "203.0.113.50")  # only this key: the Redis db is shared
+    env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
+    env.update({"DJANGO_SETTINGS_MODULE": "kairos_web.settings", "DEBUG": "1",
+                "REDIS_URL": SERVICES_REDIS_URL})
+    other_process = (
+        "from frontend.security import record_failure\n"
+        "for _ in range(5): record_failure('operator', '203.0.113.50')\n")
+    out = subprocess.run([sys.executable, "manage.py", "shell", "-c", other_process], cwd=ROOT,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    response = _login(Client(REMOTE_ADDR="203.0.113.50"), "operator", PASSWORD)
+    assert response.status_code == 429
+    clear_failures("operator", "203.0.113.50")
