@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import time
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from django.conf import settings
@@ -203,7 +203,7 @@ def check_suite(name: Any, task_id: Any) -> tuple[str, str]:
     if ref is None:
         where = f" or a file in {directory}" if directory else ""
         raise NotFound(f"no suite '{name[:64]}': use one of "
-                           f"{', '.join(bundled_suite_names())}{where}")
+                       f"{', '.join(bundled_suite_names())}{where}")
     try:
         find_suite(ref).task(task_id)
     except KeyError as exc:
