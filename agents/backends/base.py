@@ -81,6 +81,11 @@ class Proposal:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    # Why the backend is sure, as features a calibrator reads (issue 12; DESIGN
+    # "Confidence is measured, not asserted"): flat names → numbers, booleans or short
+    # category strings, e.g. {"rule": "toggle", "strength": 0.92, "margin": 0.4}. The
+    # keys each backend states are listed in docs/models.md ("Evidence").
+    evidence: dict[str, Any] = field(default_factory=dict)
 
 
 class Backend(Protocol):

@@ -24,6 +24,7 @@ have direct evidence for (OS-Kairos §4.2, Eq. 4).
 from __future__ import annotations
 
 import re
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ from typing import Any
 from agents.backends.base import (
     Clarification, HistoryEntry, Proposal, StepContext, clamp_confidence,
 )
+from agents.backends.evidence import context_evidence
 from agents.planning import split_goal
 from agents.recommend import (
     NodeScore, is_candidate, is_editable, is_tappable, node_label, owner_of, recommend, row_label, score_nodes, tokens,
@@ -415,6 +417,23 @@ class _Choice:
     confidence: float
     thought: str
     candidates: list[str] = field(default_factory=list)
+    # Evidence for the calibrator: the decision rule that fired is the backend method
+    # that built this choice (``_toggle``, ``_click_best`` …), recorded here so that
+    # every one of the rules states it without each call site naming itself.
+    rule: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.rule:
+            self.rule = sys._getframe(2).f_code.co_name.lstrip("_")  # 1 is __init__
+
+    def matched(self, best: float, runner_up: float, candidates: int = 0) -> "_Choice":
+        """Record the element match behind this choice: strength, margin over the
+        runner-up and how many elements fitted at all."""
+        self.evidence.update(strength=round(best, 4), margin=round(best - runner_up, 4))
+        if candidates:
+            self.evidence["fitting"] = candidates
+        return self
 
 
 class HeuristicBackend:
@@ -449,6 +468,7 @@ class HeuristicBackend:
                 action=choice.action, confidence=clamp_confidence(choice.confidence),
                 thought=choice.thought, plan=plan, current_step=current,
                 candidates=choice.candidates or rec.keys,
+                evidence=step_evidence(choice, ctx, view, plan, intents),
             )
 
         blocked = self._overlay(view, goal, ctx)
@@ -841,9 +861,14 @@ class HeuristicBackend:
     def _complete(self, intents: list[Intent], status: list[str], view: ScreenView) -> _Choice:
         visible = all(s == "done" for s in status[-1:])
         confidence = 5.0 if visible else 3.0  # history or a loose confirmation only
-        return _Choice(Action(COMPLETE), confidence,
-                       "Every sub-goal's effect is visible on the screen; the task is done."
-                       if visible else "The history suggests every sub-goal is done.")
+        choice = _Choice(Action(COMPLETE), confidence,
+                         "Every sub-goal's effect is visible on the screen; the task is done."
+                         if visible else "The history suggests every sub-goal is done.")
+        # Evidence before COMPLETE: the last sub-goal shows on screen, and how many of
+        # all of them do (the earlier ones may only be known from the history).
+        choice.evidence.update(last_goal_visible=visible,
+                               goals_visible=sum(1 for s in status if s == "done") / max(1, len(status)))
+        return choice
 
     # -- acting on one sub-goal --
 
@@ -919,7 +944,7 @@ class HeuristicBackend:
                 f"The switch '{label}' is currently {current}, while the goal wants it "
                 f"{state_word}; clicking it.",
                 [switch.key],
-            )
+            ).matched(score, second)
         # Not on this screen: navigate towards it (a row named like the target), else scroll.
         return self._click_best(intent, view, ctx, navigating=True)
 
@@ -942,9 +967,11 @@ class HeuristicBackend:
             x, y = option.center
             label = option.label or row_label(option, view.nodes)
             confidence = 5.0 if strength >= 0.99 else 4.0
-            return _Choice(Action(CLICK, x=x, y=y, element=label), confidence,
-                           f"The goal names '{label}' for {title}; choosing it "
-                           f"(options: {', '.join(labels)}).", [option.key])
+            choice = _Choice(Action(CLICK, x=x, y=y, element=label), confidence,
+                             f"The goal names '{label}' for {title}; choosing it "
+                             f"(options: {', '.join(labels)}).", [option.key])
+            choice.evidence.update(strength=round(strength, 4), fitting=len(labels))
+            return choice
         return None
 
     def _submit_form(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
@@ -1014,7 +1041,8 @@ class HeuristicBackend:
             label = _display_label(node, view.nodes)
             return _Choice(Action(CLICK, x=x, y=y, element=label or None),
                            match_confidence(score, second),
-                           f"'{label}' is named by the goal; opening it before typing.", [node.key])
+                           f"'{label}' is named by the goal; opening it before typing.",
+                           [node.key]).matched(score, second)
         return self._click_best(intent, view, ctx, navigating=True)
 
     def _submit(self, intent: Intent, view: ScreenView, ctx: StepContext) -> _Choice:
@@ -1117,9 +1145,12 @@ class HeuristicBackend:
             if coverage == 0 or coverage < 0.15 or (icon and coverage < 0.25):
                 confidence = min(confidence, 3.0)
             x, y = node.center
-            return _Choice(Action(CLICK, x=x, y=y, element=label or None), confidence,
-                           f"'{label}' matches the step '{intent.text}' best "
-                           f"(score {score:.2f}, runner-up {second:.2f}).", [node.key])
+            choice = _Choice(Action(CLICK, x=x, y=y, element=label or None), confidence,
+                             f"'{label}' matches the step '{intent.text}' best "
+                             f"(score {score:.2f}, runner-up {second:.2f}).", [node.key])
+            choice.evidence["coverage"] = round(coverage, 4)
+            choice.evidence["navigating"] = navigating
+            return choice.matched(score, second)
         if view.scrollables:
             return self._scroll(view, ctx, f"Nothing on screen matches '{intent.target}'.",
                                 sure=_list_of_kind(view, checkable=False))
@@ -1129,6 +1160,25 @@ class HeuristicBackend:
                            f"The screen says '{success.group(0)}'; the goal looks reached.")
         return _Choice(Action(PRESS_BACK), 1.0,
                        f"Nothing on this screen matches '{intent.target}'.")
+
+
+# --- evidence ----------------------------------------------------------------------
+
+
+def step_evidence(choice: _Choice, ctx: StepContext, view: ScreenView, plan: list[str],
+                  intents: list[Intent]) -> dict[str, Any]:
+    """Why the heuristic is sure of ``choice`` (issue 12), for the calibrator: the rule
+    that fired with its raw 1–5 score, the element match behind it, what is on screen,
+    and the context every backend states (:func:`context_evidence`)."""
+    evidence = context_evidence(choice.action, ctx)
+    evidence.update(rule=choice.rule, raw=float(choice.confidence))
+    evidence.update(choice.evidence)
+    evidence["sub_goals"] = min(len(plan), 4)
+    evidence["overlay"] = view.overlay_kind or "none"
+    evidence["launcher"] = view.launcher
+    evidence["open_choices"] = sum(1 for g in view.groups if g.checked is None)
+    evidence["targets"] = min(len(view.candidates), 30)
+    return evidence
 
 
 # --- helpers -----------------------------------------------------------------------
