@@ -31,6 +31,7 @@ class StepRecord:
     by: str  # "agent" | "operator"
     type_match: bool | None = None
     action_match: bool | None = None
+    p_right: float | None = None  # the calibrator's P(right), when one scored the step
 
 
 @dataclass
@@ -71,6 +72,11 @@ class EpisodeMemory:
             references=list(references or []), asked=list(self.asked),
             step_index=len(self.history),
         )
+
+
+def _p_right(proposal: Proposal) -> float | None:
+    value = proposal.extra.get("p_right") if isinstance(proposal.extra, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def _safe_propose(backend: Backend, ctx: StepContext) -> Proposal:
@@ -164,6 +170,7 @@ def run_episode(
             confidence=proposal.confidence, asked=asked,
             kind="intervention" if asked else None, reason=decision.reason if asked else None,
             needed=needed, executed=action.to_json(), by=by, type_match=type_match,
+            p_right=_p_right(proposal),
         ))
         record_index += 1
         if action.type in (COMPLETE, IMPOSSIBLE):

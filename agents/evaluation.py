@@ -17,6 +17,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from agents import loop
 from agents.backends.base import Backend, HistoryEntry, Proposal, StepContext
+from agents.calibration.gate import calibrated_backend
 from agents.datasets import DatasetStep, load_dataset
 from agents.matching import actions_match
 from agents.metrics import (
@@ -187,6 +188,12 @@ class EpisodeJob:
     backend: str
     operator: str = "oracle"
     max_steps: int = 30
+    # Which calibrator the gate reads (agents.calibration.gate): "default" (the
+    # installation's, as serve uses), "off" (the backend's own claim), "out" (the
+    # shipped one's variant fitted without this suite: out of sample), "in" (fitted on
+    # every suite, this one included).
+    calibration: str = "default"
+    var_dir: str = ""
 
 
 EpisodeFn = Callable[[EpisodeJob], TaskRecord]
@@ -215,6 +222,8 @@ def evaluate_suite(
     max_steps: int = 30,
     tasks: Sequence[str] | None = None,
     episode_fn: EpisodeFn | None = None,
+    calibration: str = "default",
+    var_dir: str = "",
 ) -> dict[str, Any]:
     """Run every task of a simulated suite at every γ and report the CONTRACT JSON.
 
@@ -234,9 +243,12 @@ def evaluate_suite(
         skipped = unscored_tasks(suite_ref)
     else:
         suite_name, task_ids = _suite_label(suite_ref), list(tasks)
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}")
     episode_fn = episode_fn or run_suite_episode
     work = [
-        EpisodeJob(suite_ref, task, threshold, backend_name, operator, max_steps)
+        EpisodeJob(suite_ref, task, threshold, backend_name, operator, max_steps,
+                   calibration, var_dir)
         for threshold in thresholds for task in task_ids
     ]
     records: dict[EpisodeJob, TaskRecord] = {}
@@ -271,12 +283,35 @@ def evaluate_suite(
         results.append({
             "threshold": _number(threshold),
             **summarize(group),
+            "ece": calibration_error(group),
             "per_task": [record.per_task_json() for record in group],
         })
+        if results[-1]["ece"] is not None:
+            results[-1]["reliability"] = reliability(group)
     # Tasks without a success predicate (free-form demo instructions) cannot be scored:
     # they are left out and named, so a suite that carries demos still evaluates.
     return {"suite": suite_name, "backend": backend_name, "results": results,
             "skipped": skipped}
+
+
+def _calibrated_steps(records: Sequence[TaskRecord]) -> list[tuple[float, bool]]:
+    return [(label.p_right, not label.needed) for record in records for label in record.labels
+            if label.p_right is not None and label.needed is not None]
+
+
+def calibration_error(records: Sequence[TaskRecord]) -> float | None:
+    """Expected calibration error of the calibrated P(right) over the judged steps
+    (None when no step was scored by a calibrator)."""
+    from agents.calibration.fit import expected_calibration_error
+
+    return expected_calibration_error(_calibrated_steps(records))
+
+
+def reliability(records: Sequence[TaskRecord]) -> list[dict[str, float]]:
+    """Per P(right) bin: steps, mean calibrated P(right), observed share right."""
+    from agents.calibration.fit import reliability_bins
+
+    return reliability_bins(_calibrated_steps(records))
 
 
 def task_record_from_episode(result: Any) -> TaskRecord:
@@ -308,7 +343,8 @@ def task_record_from_episode(result: Any) -> TaskRecord:
         type_match = getattr(step, "type_match", None)
         if type_match is None:
             type_match = bool(action_match)
-        labels.append(StepLabel(needed, asked, type_match, action_match))
+        p_right = getattr(step, "p_right", None)
+        labels.append(StepLabel(needed, asked, type_match, action_match, p_right))
     steps = sum(
         1 for step in result.steps
         if getattr(step, "executed", None)
@@ -343,11 +379,30 @@ def run_suite_episode(job: EpisodeJob) -> TaskRecord:
         if "unexpected keyword argument" not in str(exc):
             raise
         backend = get_backend(job.backend)
+    backend = calibrated_backend(backend, episode_calibrator(job, str(suite.name)))
     result = run_episode(
         device, backend, task, threshold=job.threshold, operator=job.operator,
         max_steps=min(getattr(task, "max_steps", None) or job.max_steps, job.max_steps),
     )
     return task_record_from_episode(result)
+
+
+CALIBRATIONS = ("default", "off", "out", "in")
+
+
+def episode_calibrator(job: EpisodeJob, suite_name: str) -> Any:
+    """The calibrator ``job.calibration`` asks for (None: the backend's own claim)."""
+    from agents.calibration.gate import find_calibrator
+
+    if job.calibration == "off":
+        return None
+    calibrator = find_calibrator(job.backend, var_dir=job.var_dir or None)
+    if calibrator is None and job.calibration in ("out", "in"):
+        raise ValueError(f"no calibrator for backend '{job.backend}': run manage.py probe "
+                         "and manage.py calibrate first")
+    if calibrator is not None and job.calibration == "out":
+        return calibrator.for_suite(suite_name)
+    return calibrator
 
 
 def _sim_device(suite: Any, task: Any) -> Any:

@@ -68,6 +68,9 @@ class StepLabel:
     asked: bool
     type_match: bool | None = None
     action_match: bool | None = None
+    # The calibrated P(right) the gate read for this step (None: uncalibrated backend);
+    # evaluation reports the expected calibration error over these.
+    p_right: float | None = None
 
 
 @dataclass(frozen=True)

@@ -175,7 +175,9 @@ def test_suite_result_has_the_contract_shape() -> None:
             "threshold", "tasks", "tsr", "type_acc", "sr", "hsr", "intervention_recall",
             "intervention_precision", "autonomy_precision", "autonomy_recall", "re",
             "interventions_per_task", "clarifications_per_task", "steps_per_task", "per_task",
+            "ece",  # CONTRACT "Additions (second build)"; null without a calibrator
         }
+        assert row["ece"] is None  # the stub episodes carry no calibrated P(right)
     assert result["results"][0]["per_task"] == [
         {"task": "a", "success": False, "steps": 3, "interventions": 0, "clarifications": 0},
         {"task": "b", "success": True, "steps": 2, "interventions": 0, "clarifications": 1},

@@ -1,0 +1,284 @@
+"""The evidence calibrator (issue 12): probing labels, fitting, leave-one-app-out, the gate.
+
+Probing runs the real simulator and oracle on small hand-built apps; the calibrator is
+fitted with scikit-learn; the gate is the product's ``agents.loop.decide``.
+"""
+from __future__ import annotations
+
+import json
+import random
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from agents import loop
+from agents.backends import register_backend
+from agents.backends.base import Proposal, StepContext
+from agents.calibration.calibrator import (
+    EvidenceCalibrator, probability_to_score, score_to_probability,
+)
+from agents.calibration.fit import (
+    Labelled, expected_calibration_error, fit_calibrator, held_out_split, suggest_gamma,
+    wilson_lower,
+)
+from agents.calibration.gate import (
+    SHIPPED_DIR, CalibratedBackend, CalibratorError, find_calibrator,
+)
+from agents.calibration.probe import ProbeJob, probe_task
+from devices.actions import CLICK, COMPLETE, Action
+from devices.protocol import Observation
+
+# A hand-built app: one screen with two buttons; "Lamp on" switches the lamp on, "Lamp
+# off" switches it off. The task is to switch it on.
+LAMP_APP = """
+app: {id: lamp, name: Lamp, start: main}
+state: {lit: false}
+screens:
+  main:
+    title: Lamp
+    elements:
+      - {kind: button, id: lamp_off, text: Lamp off, on_tap: {set: {lit: false}}}
+      - {kind: button, id: lamp_on, text: Lamp on, on_tap: {set: {lit: true}}}
+"""
+LAMP_SUITE = """
+suite: lamp
+apps: [lamp.yaml]
+tasks:
+  - id: lamp_on
+    instruction: Switch the lamp on
+    start: {app: lamp}
+    success: lamp.lit == true
+"""
+
+
+@pytest.fixture
+def lamp_suite(tmp_path: Path) -> str:
+    (tmp_path / "lamp.yaml").write_text(LAMP_APP)
+    path = tmp_path / "lamp_suite.yaml"
+    path.write_text(LAMP_SUITE)
+    return str(path)
+
+
+class WrongButtonFirst:
+    """A scripted backend: taps "Lamp off" (wrong) first, then declares COMPLETE whatever
+    the lamp shows — always claiming 5, with evidence naming its rule."""
+
+    name = "wrong-first"
+
+    def propose(self, ctx: StepContext) -> Proposal:
+        nodes = {n.text: n for n in ctx.observation.nodes if n.text}
+        if not ctx.history:
+            x, y = nodes["Lamp off"].center
+            return Proposal(Action(CLICK, x=x, y=y, element="Lamp off"), confidence=5.0,
+                            evidence={"rule": "guess", "raw": 5.0})
+        return Proposal(Action(COMPLETE), confidence=5.0, evidence={"rule": "done", "raw": 5.0})
+
+
+register_backend("wrong-first", lambda **_: WrongButtonFirst())
+
+
+# --- probing ----------------------------------------------------------------------------
+
+
+def test_probing_labels_the_teachers_run_and_the_backends_own_run(lamp_suite):
+    records = probe_task(ProbeJob(lamp_suite, "lamp_on", "wrong-first", max_steps=4))
+    teacher = [r for r in records if r["branch"] == "teacher"]
+    own = [r for r in records if r["branch"] == "own"]
+    # Teacher branch: the wrong tap is labelled wrong and the teacher's tap runs instead,
+    # so the next state is the success state, where COMPLETE is right.
+    assert [(r["agent_action"]["type"], r["right"]) for r in teacher] == [
+        ("CLICK", False), ("COMPLETE", True)]
+    assert teacher[0]["human_action"]["element"] == "Lamp on"
+    assert teacher[0]["decision"] == "edit" and teacher[0]["score_label"] == 1
+    assert teacher[1]["decision"] == "approve" and teacher[1]["score_label"] == 5
+    # Own branch: its own wrong tap runs, so the state it reaches is labelled too (COMPLETE
+    # while the lamp is still off: wrong).
+    assert own[0]["right"] is False and own[0]["agent_action"]["element"] == "Lamp off"
+    assert any(r["agent_action"]["type"] == COMPLETE and r["right"] is False for r in own)
+    assert all(r["evidence"]["rule"] in {"guess", "done"} for r in records)
+    # The installation's training-record schema, plus the probe's fields.
+    assert {"instruction", "goal", "history", "agent_action", "agent_confidence",
+            "human_action", "decision", "score_label", "evidence", "right", "suite",
+            "app"} <= set(records[0])
+
+
+def test_the_probe_command_writes_json_lines_and_refuses_bad_input(lamp_suite, tmp_path):
+    out = tmp_path / "probe.jsonl"
+    stdout = StringIO()
+    call_command("probe", "--suite", lamp_suite, "--backend", "heuristic", "--out", str(out),
+                 stdout=stdout)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert lines and all(r["backend"] == "heuristic" and r["suite"] == "lamp" for r in lines)
+    assert all("rule" in r["evidence"] and "raw" in r["evidence"] for r in lines)
+    assert "labelled steps" in stdout.getvalue()
+    with pytest.raises(CommandError, match="unknown backend"):
+        call_command("probe", "--suite", lamp_suite, "--backend", "nope", "--out", str(out))
+    with pytest.raises(CommandError, match="teacher"):
+        call_command("probe", "--suite", lamp_suite, "--backend", "oracle", "--out", str(out))
+    with pytest.raises(CommandError, match="no suite"):
+        call_command("probe", "--suite", "no-such-suite", "--backend", "heuristic",
+                     "--out", str(out))
+
+
+# --- fitting ----------------------------------------------------------------------------
+
+
+def synthetic(n: int = 600, seed: int = 7, suite: str = "s", app: str = "a") -> list[Labelled]:
+    """Two rules; accuracy rises with the claimed score, and 'navigate' is worse."""
+    rng = random.Random(seed)
+    samples = []
+    for _ in range(n):
+        rule = rng.choice(["toggle", "navigate"])
+        raw = float(rng.choice([2, 3, 4, 5]))
+        p = {2: 0.3, 3: 0.6, 4: 0.85, 5: 0.98}[int(raw)] - (0.2 if rule == "navigate" else 0)
+        samples.append(Labelled({"rule": rule, "raw": raw, "action": "CLICK",
+                                 "strength": rng.random()}, rng.random() < p, suite, app))
+    return samples
+
+
+def test_the_calibrator_rises_with_the_evidence_and_is_honest_about_each_rule():
+    calibrator = fit_calibrator(synthetic(), "heuristic")
+    for rule in ("toggle", "navigate"):
+        probs = [calibrator.probability({"rule": rule, "raw": raw, "action": "CLICK",
+                                         "strength": 0.5}) for raw in (2.0, 3.0, 4.0, 5.0)]
+        assert probs == sorted(probs), (rule, probs)
+    sure = calibrator.probability({"rule": "toggle", "raw": 5.0, "action": "CLICK", "strength": 0.5})
+    weak = calibrator.probability({"rule": "navigate", "raw": 5.0, "action": "CLICK", "strength": 0.5})
+    assert sure > 0.9 and weak < 0.9 and weak < sure
+    # Calibrated on its own data: the expected calibration error is small.
+    test = synthetic(seed=8)
+    pairs = [(calibrator.probability(s.evidence), s.right) for s in test]
+    assert expected_calibration_error(pairs) < 0.08
+
+
+def test_unfamiliar_evidence_lowers_the_confidence_below_the_default_gamma():
+    calibrator = fit_calibrator(synthetic(), "heuristic")
+    familiar = {"rule": "toggle", "raw": 5.0, "action": "CLICK", "strength": 0.5}
+    assert calibrator.confidence(familiar) >= 4
+    for strange in ({**familiar, "rule": "never_seen_rule"},
+                    {**familiar, "action": "LONG_CLICK"},
+                    {**familiar, "strength": 40.0}):
+        assert calibrator.unfamiliar(strange)
+        assert calibrator.probability(strange) <= 0.5
+        assert calibrator.confidence(strange) < 4
+
+
+def test_the_artefact_is_versioned_and_a_damaged_one_is_refused(tmp_path):
+    calibrator = fit_calibrator(synthetic(), "heuristic")
+    path = calibrator.save(tmp_path / "heuristic.json")
+    again = EvidenceCalibrator.load(path)
+    assert again.version == calibrator.version and again.version.startswith("heuristic-")
+    other = fit_calibrator(synthetic(seed=9), "heuristic")
+    assert other.version != calibrator.version
+    data = json.loads(path.read_text())
+    data["weights"] = {k: v + 1 for k, v in data["weights"].items()}
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="does not match its parameters"):
+        EvidenceCalibrator.load(path)
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="not JSON"):
+        EvidenceCalibrator.load(path)
+
+
+def test_leave_one_app_out_keeps_the_held_out_suite_and_its_apps_out_of_the_fit():
+    samples = (synthetic(50, 1, "bundled", "com.settings") + synthetic(50, 2, "newapps", "com.cal")
+               + synthetic(50, 3, "errands", "com.cal") + synthetic(50, 4, "errands", "com.msg"))
+    fitting, judged = held_out_split(samples, "newapps", {"com.cal"})
+    assert {s.suite for s in judged} == {"newapps"} and len(judged) == 50
+    assert all(s.app != "com.cal" and s.suite != "newapps" for s in fitting)
+    assert len(fitting) == 100  # bundled + the errands' messaging steps
+
+
+def test_the_gamma_suggestion_uses_the_wilson_lower_bound():
+    assert wilson_lower(95, 100) < 0.90 < 95 / 100
+    assert wilson_lower(1000, 1000) > 0.99
+    scored = [(5.0, True)] * 200 + [(4.0, True)] * 90 + [(4.0, False)] * 10 + [(2.0, False)] * 50
+    suggestion = suggest_gamma(scored, 0.95)
+    assert suggestion.gamma == 5.0 and suggestion.acting == 200
+    assert suggestion.interventions_per_step == pytest.approx(150 / 350)
+    assert suggest_gamma([(3.0, True), (3.0, False)], 0.95).gamma is None
+
+
+def test_the_scale_mapping_puts_the_target_precision_at_gamma_four():
+    assert probability_to_score(0.95) == pytest.approx(4.0)
+    assert probability_to_score(0.99) == pytest.approx(5.0)
+    assert probability_to_score(0.5) == pytest.approx(2.0)
+    for p in (0.1, 0.6, 0.9, 0.97):
+        assert score_to_probability(probability_to_score(p)) == pytest.approx(p)
+
+
+# --- the gate -----------------------------------------------------------------------------
+
+
+def lamp_ctx() -> StepContext:
+    from devices.uitree import UINode
+
+    nodes = [UINode(0, cls="android.widget.FrameLayout", bounds=(0, 0, 1080, 2400)),
+             UINode(1, cls="android.widget.Button", text="Lamp on", bounds=(0, 300, 1080, 450),
+                    clickable=True, parent=0, depth=1)]
+    return StepContext("Switch the lamp on", Observation(0, 1080, 2400, "com.x", nodes,
+                                                         Image.new("RGB", (36, 80)), b""))
+
+
+class Sure:
+    name = "sure"
+
+    def __init__(self, rule: str) -> None:
+        self.rule = rule
+
+    def propose(self, ctx: StepContext) -> Proposal:
+        return Proposal(Action(CLICK, x=540, y=375), confidence=5.0,
+                        evidence={"rule": self.rule, "raw": 5.0, "action": "CLICK", "strength": 0.5})
+
+
+def test_the_gate_reads_the_calibrated_confidence_not_the_claim(tmp_path):
+    calibrator = fit_calibrator(synthetic(), "sure")
+    path = calibrator.save(tmp_path / "sure.json")
+    found = find_calibrator("sure", env={"KAIROS_CALIBRATOR": str(path)})
+    assert found is not None and found.version == calibrator.version
+    ctx = lamp_ctx()
+    trusted = CalibratedBackend(Sure("toggle"), found).propose(ctx)
+    assert loop.decide(trusted, ctx, 4).outcome == loop.EXECUTE
+    doubted = CalibratedBackend(Sure("navigate"), found).propose(ctx)
+    assert doubted.extra["raw_confidence"] == 5.0 and doubted.confidence < 4
+    assert doubted.extra["calibrator_version"] == calibrator.version
+    decision = loop.decide(doubted, ctx, 4)
+    assert decision.outcome == loop.TICKET and decision.reason == loop.LOW_CONFIDENCE
+    assert find_calibrator("sure", env={"KAIROS_CALIBRATOR": "off"}) is None
+
+
+def test_a_broken_configured_calibrator_is_a_clear_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]")
+    with pytest.raises(CalibratorError, match="not a Kairos evidence calibrator"):
+        find_calibrator("heuristic", env={"KAIROS_CALIBRATOR": str(bad)})
+    with pytest.raises(CalibratorError, match="cannot read"):
+        find_calibrator("heuristic", env={"KAIROS_CALIBRATOR": str(tmp_path / "missing.json")})
+
+
+def test_the_heuristic_ships_a_calibrator_that_is_used_by_default():
+    shipped = find_calibrator("heuristic", env={})
+    assert shipped is not None
+    assert shipped.version == EvidenceCalibrator.load(SHIPPED_DIR / "heuristic.json").version
+    # Fitted on the team's suites, with one out-of-sample variant per suite.
+    assert {"toggles", "complex", "everyday", "heldout_apps"} <= set(shipped.held_out)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_task_records_the_calibrator_version_on_each_step(monkeypatch):
+    from agents.models import Step
+
+    monkeypatch.delenv("KAIROS_CALIBRATOR", raising=False)
+    out = StringIO()
+    call_command("run_task", "--suite", "toggles", "--task", "wifi_off", "--threshold", "4",
+                 "--operator", "oracle", "--json", stdout=out)
+    result = json.loads(out.getvalue())
+    assert result["success"] is True
+    shipped = find_calibrator("heuristic", env={})
+    versions = set(Step.objects.exclude(proposed_action=None).values_list("calibrator_version",
+                                                                          flat=True))
+    assert versions == {shipped.version}
