@@ -282,3 +282,115 @@ def test_run_task_records_the_calibrator_version_on_each_step(monkeypatch):
     versions = set(Step.objects.exclude(proposed_action=None).values_list("calibrator_version",
                                                                           flat=True))
     assert versions == {shipped.version}
+
+
+# --- a model backend through the same path ------------------------------------------------
+
+LAMP_TASKS = """
+suite: lamps
+apps: [lamp.yaml]
+tasks:
+  - {id: on_1, instruction: Switch the lamp on, start: {app: lamp}, success: lamp.lit == true}
+  - {id: on_2, instruction: Turn on the lamp, start: {app: lamp}, success: lamp.lit == true}
+  - {id: on_3, instruction: Lamp on please, start: {app: lamp}, success: lamp.lit == true}
+  - {id: on_4, instruction: I need light, start: {app: lamp}, success: lamp.lit == true}
+"""
+# "Lamp on" is at (540, 528) of 1080 × 2400: (500, 220) on the model's 0–1000 grid.
+TAP_LAMP_ON = "Thought: the lamp is off.\nAction: CLICK <point>[[500, 220]]</point>\nScore: 5"
+DECLARE_DONE = "Thought: looks done.\nAction: COMPLETE\nScore: 5"
+
+
+def test_an_over_confident_model_is_probed_calibrated_and_then_asked_about(
+        fake_openai, tmp_path, monkeypatch):
+    from agents.backends import get_backend
+
+    (tmp_path / "lamp.yaml").write_text(LAMP_APP)
+    suite = tmp_path / "lamps.yaml"
+    suite.write_text(LAMP_TASKS)
+    # Always "Score: 5"; right only about half of the time (tapping once the lamp is on, or
+    # declaring COMPLETE while it is off, is wrong).
+    answers = iter([TAP_LAMP_ON, DECLARE_DONE, DECLARE_DONE, TAP_LAMP_ON] * 50)
+    from tests.agents.fake_openai import Reply
+
+    fake_openai.default = lambda body: Reply.completion(next(answers))
+    monkeypatch.setenv("KAIROS_LLM_BASE_URL", fake_openai.base_url)
+    monkeypatch.setenv("KAIROS_LLM_API_KEY", "test-key")
+    monkeypatch.setenv("KAIROS_LLM_MODEL", "overconfident")
+    monkeypatch.setenv("KAIROS_LLM_PLANNING", "inline")
+
+    probes = tmp_path / "openai.jsonl"
+    call_command("probe", "--suite", str(suite), "--backend", "openai", "--out", str(probes),
+                 stdout=StringIO())
+    records = [json.loads(line) for line in probes.read_text().splitlines()]
+    assert {r["evidence"]["stated"] for r in records} == {5.0}
+    assert 0 < sum(r["right"] for r in records) < len(records)
+    out = tmp_path / "openai-calibrator.json"
+    call_command("calibrate", "--backend", "openai", "--from", str(probes), "--out", str(out),
+                 "--min-pairs", "8", stdout=StringIO(), stderr=StringIO())
+    calibrator = EvidenceCalibrator.load(out)
+
+    ctx = StepContext("Switch the lamp on", observation=lamp_device_observation(tmp_path))
+    fake_openai.default = Reply.completion(TAP_LAMP_ON)
+    raw = get_backend("openai").propose(ctx)
+    assert raw.confidence == 5.0 and loop.decide(raw, ctx, 4).outcome == loop.EXECUTE
+    calibrated = CalibratedBackend(get_backend("openai"), calibrator).propose(ctx)
+    assert calibrated.extra["p_right"] < 0.95 and calibrated.confidence < 4
+    assert loop.decide(calibrated, ctx, 4).outcome == loop.TICKET
+    # Declaring COMPLETE while the lamp is still off: the claim is 5, the measure far less.
+    fake_openai.default = Reply.completion(DECLARE_DONE)
+    done = CalibratedBackend(get_backend("openai"), calibrator).propose(ctx)
+    assert done.extra["p_right"] < 0.8 and loop.decide(done, ctx, 4).outcome == loop.TICKET
+
+
+def lamp_device_observation(tmp_path: Path) -> Observation:
+    from devices.sim import SimDevice, find_suite
+
+    suite = find_suite(str(tmp_path / "lamps.yaml"))
+    device = SimDevice("lamp", apps=suite.bundle)
+    device.reset(suite.tasks[0])
+    return device.observe()
+
+
+# --- evaluate --calibrated and calibrate's bad input ----------------------------------------
+
+
+def test_evaluate_calibrated_reports_ece_and_draws_the_reliability_diagram(lamp_suite, tmp_path,
+                                                                        monkeypatch):
+    monkeypatch.delenv("KAIROS_CALIBRATOR", raising=False)
+    out, plot = tmp_path / "result.json", tmp_path / "gamma.svg"
+    call_command("evaluate", "--suite", lamp_suite, "--thresholds", "4,5", "--calibrated",
+                 "--json", str(out), "--plot", str(plot), stdout=StringIO())
+    rows = json.loads(out.read_text())["results"]
+    assert all(row["ece"] is not None and 0 <= row["ece"] <= 1 for row in rows)
+    assert all(sum(b["steps"] for b in row["reliability"]) >= 1 for row in rows)
+    svg = (tmp_path / "gamma.reliability.svg").read_text()
+    assert "ECE" in svg and "calibrated P(right)" in svg
+    call_command("evaluate", "--suite", lamp_suite, "--thresholds", "4", "--uncalibrated",
+                 "--json", str(out), stdout=StringIO())
+    assert json.loads(out.read_text())["results"][0]["ece"] is None
+    monkeypatch.setenv("KAIROS_CALIBRATOR", "off")
+    with pytest.raises(CommandError, match="no calibrator"):
+        call_command("evaluate", "--suite", lamp_suite, "--thresholds", "4", "--calibrated",
+                     stdout=StringIO())
+
+
+def test_calibrate_names_a_bad_probe_line_and_prints_version_ece_and_gamma(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"backend": "heuristic"}\nnot json\n')
+    with pytest.raises(CommandError, match="line 2: not JSON"):
+        call_command("calibrate", "--backend", "heuristic", "--from", str(bad))
+    with pytest.raises(CommandError, match="cannot read"):
+        call_command("calibrate", "--backend", "heuristic", "--from", str(tmp_path / "none"))
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(json.dumps({"backend": "heuristic", "suite": s.suite, "app": s.app,
+                                        "evidence": s.evidence, "right": s.right}) + "\n"
+                            for s in synthetic(300, 3, "one", "com.kairos.settings")
+                            + synthetic(300, 4, "two", "com.kairos.clock")
+                            + synthetic(300, 5, "three", "com.kairos.settings")))
+    stdout = StringIO()
+    call_command("calibrate", "--backend", "heuristic", "--from", str(good), "--out",
+                 str(tmp_path / "c.json"), "--target-ap", "0.8", stdout=stdout)
+    text = stdout.getvalue()
+    calibrator = EvidenceCalibrator.load(tmp_path / "c.json")
+    assert calibrator.version in text and "ECE in sample" in text and "suggested γ" in text
+    assert set(calibrator.held_out) == {"one", "two", "three"}

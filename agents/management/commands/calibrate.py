@@ -59,6 +59,9 @@ class Command(BaseCommand):
                             "probe) to fit the evidence calibrator on (repeatable)")
         parser.add_argument("--from-logs", action="store_true",
                             help="fit the evidence calibrator on resolved handoffs too")
+        parser.add_argument("--cross-fit", action="store_true",
+                            help="fit the isotonic layer on scores from models fitted without "
+                            "each suite (more conservative; see agents/calibration/fit.py)")
         parser.add_argument("--target", "--target-ap", type=float, default=0.95,
                             help="autonomy precision γ must reach (default 0.95)")
         parser.add_argument("--out", help="where to write the JSON (default var/calibration.json)")
@@ -189,18 +192,27 @@ class Command(BaseCommand):
         suites = sorted({s.suite for s in samples if s.suite and s.suite != "logs"})
         created = datetime.now(timezone.utc).isoformat(timespec="seconds")
         try:
-            calibrator = fit.fit_calibrator(samples, backend, meta={
+            calibrator = fit.fit_calibrator(samples, backend, min_samples=opts["min_pairs"],
+                                            cross_fit=opts["cross_fit"], meta={
                 "created_at": created, "suites": suites, "from_logs": bool(opts["from_logs"]),
                 "steps": len(samples)})
-            out_of_sample: list[tuple[float, bool]] = []
-            for suite in suites:
-                fitting, judged = fit.held_out_split(samples, suite, _own_apps(suite, samples))
-                variant = fit.fit_calibrator(fitting, backend, meta={
-                    "created_at": created, "held_out": suite, "steps": len(fitting)})
-                calibrator.held_out[suite] = variant.to_json()
-                out_of_sample.extend(fit.calibrated_pairs(variant, judged))
         except ValueError as exc:
             raise CommandError(str(exc)) from None
+        out_of_sample: list[tuple[float, bool]] = []
+        for suite in suites:
+            fitting, judged = fit.held_out_split(samples, suite, _own_apps(suite, samples))
+            try:
+                variant = fit.fit_calibrator(fitting, backend, min_samples=opts["min_pairs"],
+                                             cross_fit=opts["cross_fit"],
+                                             meta={"created_at": created, "held_out": suite,
+                                                   "steps": len(fitting)})
+            except ValueError as exc:
+                # Too little left without this suite: it has no out-of-sample variant, and
+                # evaluate --calibrated judges it with the full calibrator (in sample).
+                self.stderr.write(f"no out-of-sample variant without {suite}: {exc}")
+                continue
+            calibrator.held_out[suite] = variant.to_json()
+            out_of_sample.extend(fit.calibrated_pairs(variant, judged))
         in_sample = fit.calibrated_pairs(calibrator, samples)
         ece_in = fit.expected_calibration_error(in_sample)
         ece_out = fit.expected_calibration_error(out_of_sample)
