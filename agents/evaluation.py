@@ -25,11 +25,13 @@ from agents.metrics import (
 )
 from devices.actions import TERMINAL_TYPES, Action
 from devices.protocol import Observation
+from devices.sim.oracle import DEFAULT_MAX_STATES
 
 # γ used when replaying a dataset: the product's default (CONTRACT KAIROS_DEFAULT_THRESHOLD)
 # and OS-Kairos C.4 ("if not specifically mentioned, the threshold γ is set to 4").
 DEFAULT_THRESHOLD = 4.0
 DEFAULT_THRESHOLDS: tuple[float, ...] = (0, 1, 2, 3, 4, 5)
+DEFAULT_ORACLE_BUDGET = DEFAULT_MAX_STATES
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -187,6 +189,9 @@ class EpisodeJob:
     backend: str
     operator: str = "oracle"
     max_steps: int = 30
+    # States the oracle may search from one state before it calls it a dead end
+    # (``evaluate --oracle-budget``, ``KAIROS_ORACLE_BUDGET``).
+    oracle_budget: int = DEFAULT_ORACLE_BUDGET
 
 
 EpisodeFn = Callable[[EpisodeJob], TaskRecord]
@@ -215,6 +220,7 @@ def evaluate_suite(
     max_steps: int = 30,
     tasks: Sequence[str] | None = None,
     episode_fn: EpisodeFn | None = None,
+    oracle_budget: int = DEFAULT_ORACLE_BUDGET,
 ) -> dict[str, Any]:
     """Run every task of a simulated suite at every γ and report the CONTRACT JSON.
 
@@ -222,7 +228,9 @@ def evaluate_suite(
     SimDevice and backend by name, so nothing unpicklable crosses). ``progress(done,
     total)`` is called in this process after each episode. ``tasks`` restricts (and
     orders) the task ids; ``episode_fn`` replaces the simulator run — it must be a
-    module-level function when ``jobs > 1``.
+    module-level function when ``jobs > 1``. An episode that reaches a state from which
+    the oracle finds no path within ``oracle_budget`` states is scored as failed and
+    counted in ``dead_ends``; the sweep goes on (only a crash raises EpisodeFailed).
     """
     thresholds = [float(t) for t in thresholds]
     if not thresholds:
@@ -235,8 +243,10 @@ def evaluate_suite(
     else:
         suite_name, task_ids = _suite_label(suite_ref), list(tasks)
     episode_fn = episode_fn or run_suite_episode
+    if oracle_budget < 1:
+        raise ValueError("the oracle's budget must be at least 1 state")
     work = [
-        EpisodeJob(suite_ref, task, threshold, backend_name, operator, max_steps)
+        EpisodeJob(suite_ref, task, threshold, backend_name, operator, max_steps, oracle_budget)
         for threshold in thresholds for task in task_ids
     ]
     records: dict[EpisodeJob, TaskRecord] = {}
@@ -271,6 +281,7 @@ def evaluate_suite(
         results.append({
             "threshold": _number(threshold),
             **summarize(group),
+            "dead_ends": sum(1 for record in group if record.dead_end),
             "per_task": [record.per_task_json() for record in group],
         })
     # Tasks without a success predicate (free-form demo instructions) cannot be scored:
@@ -322,6 +333,7 @@ def task_record_from_episode(result: Any) -> TaskRecord:
         clarifications=int(result.clarifications),
         optimal_steps=result.optimal_steps,
         labels=tuple(labels),
+        dead_end=bool(getattr(result, "dead_end", False)),
     )
 
 
@@ -331,10 +343,12 @@ def run_suite_episode(job: EpisodeJob) -> TaskRecord:
     ``max_steps`` and the job's (``evaluate --max-steps``)."""
     from agents.backends import get_backend
     from agents.episode import run_episode
+    from devices.sim import Oracle
 
     suite = _load_suite(job.suite)
     task = _find_task(suite, job.task)
     device = _sim_device(suite, task)
+    oracle = Oracle(device, task, max_states=job.oracle_budget)
     try:
         backend = get_backend(job.backend, device=device, task=task)
     except TypeError as exc:
@@ -346,6 +360,7 @@ def run_suite_episode(job: EpisodeJob) -> TaskRecord:
     result = run_episode(
         device, backend, task, threshold=job.threshold, operator=job.operator,
         max_steps=min(getattr(task, "max_steps", None) or job.max_steps, job.max_steps),
+        oracle=oracle,
     )
     return task_record_from_episode(result)
 
@@ -467,6 +482,11 @@ def _suite_table(result: dict[str, Any]) -> str:
     ]
     title = f"suite {result.get('suite')}  backend {result.get('backend')}"
     table = title + "\n" + _grid(headers, rows)
+    dead = [(row["threshold"], row["dead_ends"]) for row in result["results"]
+            if row.get("dead_ends")]
+    if dead:
+        table += "\ndead ends (episodes left with no path to success): " + ", ".join(
+            f"{n} at γ={_number(t)}" for t, n in dead)
     if result.get("skipped"):
         table += "\nskipped (no success predicate): " + ", ".join(result["skipped"])
     return table
