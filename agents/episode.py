@@ -31,6 +31,8 @@ class StepRecord:
     by: str  # "agent" | "operator"
     type_match: bool | None = None
     action_match: bool | None = None
+    # The proposal taps an element the suite marks sensitive (SimTask.sensitive).
+    sensitive: bool = False
 
 
 @dataclass
@@ -83,6 +85,14 @@ def _safe_propose(backend: Backend, ctx: StepContext) -> Proposal:
         return backend.propose(ctx)
     except Exception as exc:  # a backend bug must become a ticket, not end the episode
         return Proposal(action=None, error=f"backend failed: {exc!r}")
+
+
+def _taps_marked(action: Action | None, nodes: list, marked: tuple[str, ...]) -> bool:
+    """Does ``action`` land on one of the elements the suite marks sensitive (by id)?"""
+    if not marked:
+        return False
+    target = loop.target_node(action, nodes)
+    return target is not None and target.resource_id.rsplit("/", 1)[-1] in marked
 
 
 def _optimal_actions(oracle: Any, state: Any) -> list[Action]:
@@ -155,6 +165,7 @@ def run_episode(
             continue
 
         proposed = decision.action or proposal.action
+        sensitive = _taps_marked(proposed, observation.nodes, getattr(task, "sensitive", ()))
         if result.dead_end:
             needed = True  # nothing the agent does from a dead end leads to success
         else:
@@ -170,7 +181,7 @@ def run_episode(
                 index=record_index, proposed=proposed.to_json() if proposed else None,
                 confidence=proposal.confidence, asked=True, kind="intervention",
                 reason=decision.reason, needed=True, executed=None, by="operator",
-                type_match=False, action_match=False,
+                type_match=False, action_match=False, sensitive=sensitive,
             ))
             result.success = bool(device.check(task)) if getattr(task, "has_predicate", False) else None
             result.status = "aborted"
@@ -182,6 +193,7 @@ def run_episode(
                     index=record_index, proposed=proposed.to_json() if proposed else None,
                     confidence=proposal.confidence, asked=True, kind="intervention",
                     reason=decision.reason, needed=needed, executed=None, by="agent",
+                    sensitive=sensitive,
                 ))
                 result.status = "waiting_operator"
                 return result
@@ -202,6 +214,7 @@ def run_episode(
             confidence=proposal.confidence, asked=asked,
             kind="intervention" if asked else None, reason=decision.reason if asked else None,
             needed=needed, executed=action.to_json(), by=by, type_match=type_match,
+            sensitive=sensitive,
         ))
         record_index += 1
         if action.type in (COMPLETE, IMPOSSIBLE):

@@ -282,6 +282,11 @@ def evaluate_suite(
             "threshold": _number(threshold),
             **summarize(group),
             "dead_ends": sum(1 for record in group if record.dead_end),
+            # Suites that mark sensitive elements (``sensitive`` in a task): proposals that
+            # tapped one, and how many of those the gate asked about (the policy's goal:
+            # all of them, at every γ).
+            "sensitive_steps": sum(record.sensitive_steps for record in group),
+            "sensitive_asked": sum(record.sensitive_asked for record in group),
             "per_task": [record.per_task_json() for record in group],
         })
     # Tasks without a success predicate (free-form demo instructions) cannot be scored:
@@ -334,6 +339,9 @@ def task_record_from_episode(result: Any) -> TaskRecord:
         optimal_steps=result.optimal_steps,
         labels=tuple(labels),
         dead_end=bool(getattr(result, "dead_end", False)),
+        sensitive_steps=sum(1 for step in result.steps if getattr(step, "sensitive", False)),
+        sensitive_asked=sum(1 for step in result.steps
+                            if getattr(step, "sensitive", False) and getattr(step, "asked", False)),
     )
 
 
@@ -482,6 +490,11 @@ def _suite_table(result: dict[str, Any]) -> str:
     ]
     title = f"suite {result.get('suite')}  backend {result.get('backend')}"
     table = title + "\n" + _grid(headers, rows)
+    marked = [(row["threshold"], row["sensitive_asked"], row["sensitive_steps"])
+              for row in result["results"] if row.get("sensitive_steps")]
+    if marked:
+        table += "\nsensitive steps asked: " + ", ".join(
+            f"{asked}/{steps} at γ={_number(t)}" for t, asked, steps in marked)
     dead = [(row["threshold"], row["dead_ends"]) for row in result["results"]
             if row.get("dead_ends")]
     if dead:
