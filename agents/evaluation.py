@@ -26,11 +26,13 @@ from agents.metrics import (
 )
 from devices.actions import TERMINAL_TYPES, Action
 from devices.protocol import Observation
+from devices.sim.oracle import DEFAULT_MAX_STATES
 
 # γ used when replaying a dataset: the product's default (CONTRACT KAIROS_DEFAULT_THRESHOLD)
 # and OS-Kairos C.4 ("if not specifically mentioned, the threshold γ is set to 4").
 DEFAULT_THRESHOLD = 4.0
 DEFAULT_THRESHOLDS: tuple[float, ...] = (0, 1, 2, 3, 4, 5)
+DEFAULT_ORACLE_BUDGET = DEFAULT_MAX_STATES
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -194,6 +196,9 @@ class EpisodeJob:
     # every suite, this one included).
     calibration: str = "default"
     var_dir: str = ""
+    # States the oracle may search from one state before it calls it a dead end
+    # (``evaluate --oracle-budget``, ``KAIROS_ORACLE_BUDGET``).
+    oracle_budget: int = DEFAULT_ORACLE_BUDGET
 
 
 EpisodeFn = Callable[[EpisodeJob], TaskRecord]
@@ -224,6 +229,7 @@ def evaluate_suite(
     episode_fn: EpisodeFn | None = None,
     calibration: str = "default",
     var_dir: str = "",
+    oracle_budget: int = DEFAULT_ORACLE_BUDGET,
 ) -> dict[str, Any]:
     """Run every task of a simulated suite at every γ and report the CONTRACT JSON.
 
@@ -231,7 +237,9 @@ def evaluate_suite(
     SimDevice and backend by name, so nothing unpicklable crosses). ``progress(done,
     total)`` is called in this process after each episode. ``tasks`` restricts (and
     orders) the task ids; ``episode_fn`` replaces the simulator run — it must be a
-    module-level function when ``jobs > 1``.
+    module-level function when ``jobs > 1``. An episode that reaches a state from which
+    the oracle finds no path within ``oracle_budget`` states is scored as failed and
+    counted in ``dead_ends``; the sweep goes on (only a crash raises EpisodeFailed).
     """
     thresholds = [float(t) for t in thresholds]
     if not thresholds:
@@ -246,9 +254,11 @@ def evaluate_suite(
     if calibration not in CALIBRATIONS:
         raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}")
     episode_fn = episode_fn or run_suite_episode
+    if oracle_budget < 1:
+        raise ValueError("the oracle's budget must be at least 1 state")
     work = [
         EpisodeJob(suite_ref, task, threshold, backend_name, operator, max_steps,
-                   calibration, var_dir)
+                   oracle_budget=oracle_budget, calibration=calibration, var_dir=var_dir)
         for threshold in thresholds for task in task_ids
     ]
     records: dict[EpisodeJob, TaskRecord] = {}
@@ -284,6 +294,12 @@ def evaluate_suite(
             "threshold": _number(threshold),
             **summarize(group),
             "ece": calibration_error(group),
+            "dead_ends": sum(1 for record in group if record.dead_end),
+            # Suites that mark sensitive elements (``sensitive`` in a task): proposals that
+            # tapped one, and how many of those the gate asked about (the policy's goal:
+            # all of them, at every γ).
+            "sensitive_steps": sum(record.sensitive_steps for record in group),
+            "sensitive_asked": sum(record.sensitive_asked for record in group),
             "per_task": [record.per_task_json() for record in group],
         })
         if results[-1]["ece"] is not None:
@@ -358,6 +374,10 @@ def task_record_from_episode(result: Any) -> TaskRecord:
         clarifications=int(result.clarifications),
         optimal_steps=result.optimal_steps,
         labels=tuple(labels),
+        dead_end=bool(getattr(result, "dead_end", False)),
+        sensitive_steps=sum(1 for step in result.steps if getattr(step, "sensitive", False)),
+        sensitive_asked=sum(1 for step in result.steps
+                            if getattr(step, "sensitive", False) and getattr(step, "asked", False)),
     )
 
 
@@ -367,10 +387,12 @@ def run_suite_episode(job: EpisodeJob) -> TaskRecord:
     ``max_steps`` and the job's (``evaluate --max-steps``)."""
     from agents.backends import get_backend
     from agents.episode import run_episode
+    from devices.sim import Oracle
 
     suite = _load_suite(job.suite)
     task = _find_task(suite, job.task)
     device = _sim_device(suite, task)
+    oracle = Oracle(device, task, max_states=job.oracle_budget)
     try:
         backend = get_backend(job.backend, device=device, task=task)
     except TypeError as exc:
@@ -383,6 +405,7 @@ def run_suite_episode(job: EpisodeJob) -> TaskRecord:
     result = run_episode(
         device, backend, task, threshold=job.threshold, operator=job.operator,
         max_steps=min(getattr(task, "max_steps", None) or job.max_steps, job.max_steps),
+        oracle=oracle,
     )
     return task_record_from_episode(result)
 
@@ -522,6 +545,16 @@ def _suite_table(result: dict[str, Any]) -> str:
     ]
     title = f"suite {result.get('suite')}  backend {result.get('backend')}"
     table = title + "\n" + _grid(headers, rows)
+    marked = [(row["threshold"], row["sensitive_asked"], row["sensitive_steps"])
+              for row in result["results"] if row.get("sensitive_steps")]
+    if marked:
+        table += "\nsensitive steps asked: " + ", ".join(
+            f"{asked}/{steps} at γ={_number(t)}" for t, asked, steps in marked)
+    dead = [(row["threshold"], row["dead_ends"]) for row in result["results"]
+            if row.get("dead_ends")]
+    if dead:
+        table += "\ndead ends (episodes left with no path to success): " + ", ".join(
+            f"{n} at γ={_number(t)}" for t, n in dead)
     if result.get("skipped"):
         table += "\nskipped (no success predicate): " + ", ".join(result["skipped"])
     return table

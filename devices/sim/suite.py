@@ -68,6 +68,9 @@ class SimTask:
     max_steps: int = 20
     tags: tuple[str, ...] = ()
     suite: str = ""
+    # Ids of the elements whose tap commits a harm the user must approve (test material
+    # for the sensitive-action policy; the agent never sees it).
+    sensitive: tuple[str, ...] = ()
 
     @property
     def has_predicate(self) -> bool:
@@ -176,7 +179,7 @@ def _perturbation(shown: str, where: str, data: Any, bundle: AppBundle) -> Pertu
 def _task(shown: str, where: str, data: Any, bundle: AppBundle, suite_name: str) -> SimTask:
     data = _check_keys(shown, where, data, {
         "id", "instruction", "success", "state", "start", "preference", "preferences",
-        "inputs", "perturbations", "max_steps", "tags"})
+        "inputs", "perturbations", "max_steps", "tags", "sensitive"})
     task_id = _text(shown, f"{where}.id", data.get("id"), required=True)
     instruction = _text(shown, f"{where}.instruction", data.get("instruction"), required=True)
     perturbations = tuple(
@@ -228,6 +231,13 @@ def _task(shown: str, where: str, data: Any, bundle: AppBundle, suite_name: str)
     inputs = data.get("inputs") or []
     if not isinstance(inputs, list):
         raise _fail(shown, f"{where}.inputs", "expected a list of texts")
+    sensitive = data.get("sensitive") or []
+    if not isinstance(sensitive, list) or not all(isinstance(x, str) for x in sensitive):
+        raise _fail(shown, f"{where}.sensitive", "expected a list of element ids")
+    ids = _element_ids(bundle)
+    for i, element_id in enumerate(sensitive):
+        if element_id not in ids:
+            raise _fail(shown, f"{where}.sensitive[{i}]", f"no app has an element '{element_id}'")
     max_steps = data.get("max_steps", 20)
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
         raise _fail(shown, f"{where}.max_steps", "expected a whole number ≥ 1")
@@ -236,7 +246,26 @@ def _task(shown: str, where: str, data: Any, bundle: AppBundle, suite_name: str)
         preferences=tuple(preferences), inputs=tuple(str(x) for x in inputs),
         perturbations=perturbations, max_steps=max_steps,
         tags=tuple(str(t) for t in data.get("tags") or []), suite=suite_name,
+        sensitive=tuple(sensitive),
     )
+
+
+def _element_ids(bundle: AppBundle) -> set[str]:
+    """Every element and dialog-button id of the bundle's apps."""
+    ids: set[str] = set()
+
+    def walk(elements: Any) -> None:
+        for el in elements:
+            if el.id:
+                ids.add(el.id)
+            walk(el.items)
+
+    for app in bundle.apps:
+        for scr in app.screens.values():
+            walk(scr.elements + scr.toolbar)
+        for dialog in app.dialogs.values():
+            walk(dialog.elements + dialog.buttons)
+    return ids
 
 
 def load_suite(path: str | Path, apps: AppBundle | None = None) -> Suite:

@@ -51,6 +51,9 @@ class Command(BaseCommand):
         parser.add_argument("--operator", choices=("oracle",), default="oracle")
         parser.add_argument("--jobs", type=int, default=1)
         parser.add_argument("--max-steps", type=int, default=30)
+        parser.add_argument("--oracle-budget", type=int, default=None,
+                            help="states the oracle may search from one state before it calls "
+                                 "it a dead end (default: KAIROS_ORACLE_BUDGET, 50000)")
         parser.add_argument("--json", dest="json_out", help="write the JSON result to this file")
         parser.add_argument("--plot", help="write an SVG of TSR and interventions against γ "
                             "(and, when calibrated, OUT.reliability.svg with the ECE)")
@@ -70,11 +73,16 @@ class Command(BaseCommand):
         thresholds = parse_thresholds(opts["thresholds"])
         if opts["jobs"] < 1:
             raise CommandError("--jobs must be at least 1")
+        budget = opts["oracle_budget"]
+        if budget is None:
+            budget = settings.KAIROS_ORACLE_BUDGET
+        if budget < 1:
+            raise CommandError("--oracle-budget must be at least 1")
         try:
             result = evaluate_suite(opts["suite"], opts["backend"], thresholds,
                                     operator=opts["operator"], jobs=opts["jobs"],
                                     max_steps=opts["max_steps"], progress=ProgressBar(),
-                                    calibration=opts["calibration"],
+                                    oracle_budget=budget, calibration=opts["calibration"],
                                     var_dir=str(settings.VAR_DIR))
         except (SimLoadError, LookupError, ValueError) as exc:
             raise CommandError(str(exc)) from None

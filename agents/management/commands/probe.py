@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from agents.calibration.probe import probe_jobs, run_probes
@@ -28,7 +29,8 @@ class Command(BaseCommand):
         parser.add_argument("--jobs", type=int, default=1)
         parser.add_argument("--max-steps", type=int, default=30)
         parser.add_argument("--max-states", type=int, default=None,
-                            help="the oracle's search budget per query (default: its own)")
+                            help="the oracle's search budget per query (default: "
+                            "KAIROS_ORACLE_BUDGET, as evaluate --oracle-budget)")
 
     def handle(self, *args, **opts):
         from agents.backends import UnknownBackend, get_backend
@@ -38,6 +40,10 @@ class Command(BaseCommand):
             raise CommandError("--jobs must be at least 1")
         if opts["max_steps"] < 1:
             raise CommandError("--max-steps must be at least 1")
+        if opts["max_states"] is None:
+            opts["max_states"] = settings.KAIROS_ORACLE_BUDGET
+        if opts["max_states"] < 1:
+            raise CommandError("--max-states must be at least 1")
         if opts["backend"].strip().lower() == "oracle":
             raise CommandError("the oracle is the teacher; probe another backend")
         try:
