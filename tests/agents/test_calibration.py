@@ -394,3 +394,18 @@ def test_calibrate_names_a_bad_probe_line_and_prints_version_ece_and_gamma(tmp_p
     calibrator = EvidenceCalibrator.load(tmp_path / "c.json")
     assert calibrator.version in text and "ECE in sample" in text and "suggested γ" in text
     assert set(calibrator.held_out) == {"one", "two", "three"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_damaged_calibrator_becomes_a_ticket_naming_the_file_not_a_crash(tmp_path, monkeypatch):
+    from agents.models import Ticket
+
+    bad = tmp_path / "damaged.json"
+    bad.write_text('{"format": "something else"}')
+    monkeypatch.setenv("KAIROS_CALIBRATOR", str(bad))
+    out = StringIO()
+    call_command("run_task", "--suite", "toggles", "--task", "wifi_off", "--threshold", "4",
+                 "--operator", "none", "--json", stdout=out)
+    assert json.loads(out.getvalue())["status"] == "waiting_operator"
+    ticket = Ticket.objects.get()
+    assert ticket.reason == "model_error" and str(bad) in ticket.note
