@@ -12,10 +12,11 @@
 """
 from agents.calibration.history import (
     SOURCE_EVALUATION, SOURCE_TICKETS, EvaluationRun, Group, LabelledPair, RawScores,
-    evaluation_pairs, group_counts, raw_score, ticket_pairs,
+    evaluation_pairs, group_counts, raw_score, ticket_evidence_records, ticket_pairs,
 )
 
 __all__ = [
     "SOURCE_EVALUATION", "SOURCE_TICKETS", "EvaluationRun", "Group", "LabelledPair",
-    "RawScores", "evaluation_pairs", "group_counts", "raw_score", "ticket_pairs",
+    "RawScores", "evaluation_pairs", "group_counts", "raw_score", "ticket_evidence_records",
+    "ticket_pairs",
 ]

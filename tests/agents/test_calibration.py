@@ -409,3 +409,33 @@ def test_a_damaged_calibrator_becomes_a_ticket_naming_the_file_not_a_crash(tmp_p
     assert json.loads(out.getvalue())["status"] == "waiting_operator"
     ticket = Ticket.objects.get()
     assert ticket.reason == "model_error" and str(bad) in ticket.note
+
+
+@pytest.mark.django_db
+def test_calibrate_from_logs_labels_approve_right_edit_and_takeover_wrong_and_skips_aborts(
+        tmp_path):
+    from django.contrib.auth.models import User
+
+    from agents.models import Step, Task, Ticket
+    from devices.models import Device
+
+    owner, operator = User.objects.create_user("owner"), User.objects.create_user("op")
+    task = Task.objects.create(owner=owner, device=Device.objects.create(name="phone"),
+                               instruction="x", threshold=4, backend="heuristic")
+    decisions = ["approve"] * 30 + ["edit"] * 10 + ["takeover"] * 5 + ["abort"] * 7
+    for index, decision in enumerate(decisions):
+        rule = "toggle" if decision == "approve" else "click_best"
+        step = Step.objects.create(task=task, index=index, proposed_action={"type": "WAIT"},
+                                   confidence=4.5, app="com.kairos.settings", extra={
+                                       "evidence": {"rule": rule, "raw": 5.0, "action": "CLICK"}})
+        Ticket.objects.create(kind="intervention", reason="low_confidence", status="resolved",
+                              task=task, step=step, decision=decision, resolved_by=operator)
+    stdout = StringIO()
+    call_command("calibrate", "--backend", "heuristic", "--from-logs", "--out",
+                 str(tmp_path / "logs.json"), "--json", stdout=stdout)
+    summary = json.loads(stdout.getvalue())
+    assert summary["steps"] == 45  # the 7 aborts say nothing about the action
+    calibrator = EvidenceCalibrator.load(tmp_path / "logs.json")
+    approved = calibrator.probability({"rule": "toggle", "raw": 5.0, "action": "CLICK"})
+    replaced = calibrator.probability({"rule": "click_best", "raw": 5.0, "action": "CLICK"})
+    assert approved > 0.8 > 0.2 > replaced
