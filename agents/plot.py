@@ -172,13 +172,15 @@ def reliability_plot_svg(result: dict[str, Any], *, title: str | None = None) ->
         '<?xml version="1.0" encoding="UTF-8"?>',
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{height}" '
         f'viewBox="0 0 {size} {height}" font-family="sans-serif" font-size="12">',
-        f'<text x="{size / 2:.1f}" y="24" text-anchor="middle" font-size="14">{escape(heading)}</text>',
+        f'<text x="{size / 2:.1f}" y="24" text-anchor="middle" font-size="14">'
+        f'{escape(heading)}</text>',
         f'<rect x="{left}" y="{top}" width="{plot}" height="{plot}" fill="none" stroke="#333"/>',
         f'<line x1="{px(0):.1f}" y1="{py(0):.1f}" x2="{px(1):.1f}" y2="{py(1):.1f}" '
         'stroke="#999" stroke-dasharray="4 3"/>',
     ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        out.append(f'<text x="{px(tick):.1f}" y="{bottom + 16}" text-anchor="middle">{tick:g}</text>')
+        out.append(f'<text x="{px(tick):.1f}" y="{bottom + 16}" text-anchor="middle">'
+                   f'{tick:g}</text>')
         out.append(f'<text x="{left - 8}" y="{py(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>')
     out.append(f'<text x="{px(0.5):.1f}" y="{bottom + 34}" text-anchor="middle">'
                'calibrated P(right)</text>')
@@ -197,6 +199,7 @@ def reliability_plot_svg(result: dict[str, Any], *, title: str | None = None) ->
                        f'fill="{colour}" fill-opacity="0.6"><title>{n} steps</title></circle>')
         ece = row.get("ece")
         label = f"γ = {_tick(float(row['threshold']))}: ECE {ece:.3f}" if ece is not None else ""
-        out.append(f'<text x="{left}" y="{bottom + 56 + 20 * i}" fill="{colour}">{escape(label)}</text>')
+        out.append(f'<text x="{left}" y="{bottom + 56 + 20 * i}" fill="{colour}">'
+                   f'{escape(label)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"

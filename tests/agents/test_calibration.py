@@ -146,8 +146,9 @@ def test_the_calibrator_rises_with_the_evidence_and_is_honest_about_each_rule():
         probs = [calibrator.probability({"rule": rule, "raw": raw, "action": "CLICK",
                                          "strength": 0.5}) for raw in (2.0, 3.0, 4.0, 5.0)]
         assert probs == sorted(probs), (rule, probs)
-    sure = calibrator.probability({"rule": "toggle", "raw": 5.0, "action": "CLICK", "strength": 0.5})
-    weak = calibrator.probability({"rule": "navigate", "raw": 5.0, "action": "CLICK", "strength": 0.5})
+    evidence = {"raw": 5.0, "action": "CLICK", "strength": 0.5}
+    sure = calibrator.probability({**evidence, "rule": "toggle"})
+    weak = calibrator.probability({**evidence, "rule": "navigate"})
     assert sure > 0.9 and weak < 0.9 and weak < sure
     # Calibrated on its own data: the expected calibration error is small.
     test = synthetic(seed=8)
@@ -232,7 +233,8 @@ class Sure:
 
     def propose(self, ctx: StepContext) -> Proposal:
         return Proposal(Action(CLICK, x=540, y=375), confidence=5.0,
-                        evidence={"rule": self.rule, "raw": 5.0, "action": "CLICK", "strength": 0.5})
+                        evidence={"rule": self.rule, "raw": 5.0, "action": "CLICK",
+                                  "strength": 0.5})
 
 
 def test_the_gate_reads_the_calibrated_confidence_not_the_claim(tmp_path):
