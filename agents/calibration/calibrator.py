@@ -34,6 +34,9 @@ SCALE_KNOTS: tuple[tuple[float, float], ...] = (
 # Features that cross the rule with another value: one logistic weight per rule and raw
 # score lets "toggle at 5" and "click_best at 5" mean different things.
 CROSSED = (("rule", "raw"), ("rule", "action"))
+# Every phone has these: the launcher, the system UI and permission dialogs.
+SYSTEM_PACKAGES = frozenset({"com.android.launcher3", "com.android.systemui",
+                             "com.android.permissioncontroller", "android"})
 
 
 def probability_to_score(p: float) -> float:
@@ -100,6 +103,13 @@ class EvidenceCalibrator:
     min_seen: int = 5
     unfamiliar_p: float = 0.5
     meta: dict[str, Any] = field(default_factory=dict)
+    # Apps (foreground packages) the fitting data covers, with their step counts, and
+    # what the calibrator's confident steps were worth on apps it had *not* seen: measured
+    # by refitting without each app in turn (``fit.unseen_app_precision``). A step on an
+    # app outside ``apps`` is capped at ``unseen_app_p`` — the screen is new, and so is the
+    # evidence's meaning there. None: no cap (too few apps to measure it).
+    apps: dict[str, int] = field(default_factory=dict)
+    unseen_app_p: float | None = None
     # Leave-one-out variants fitted without one suite (and the apps only it brings):
     # suite name → calibrator JSON. ``evaluate --calibrated`` judges a suite with its own.
     held_out: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -117,9 +127,19 @@ class EvidenceCalibrator:
             total += self.weights.get(f"{name}={value}", 0.0)
         return total
 
-    def unfamiliar(self, evidence: Mapping[str, Any]) -> list[str]:
-        """What in ``evidence`` the calibration data did not cover (empty: familiar)."""
+    def unseen_app(self, app: str | None) -> bool:
+        """``app`` (a foreground package) is an app the fitting data never showed; the
+        launcher and system dialogs belong to every phone and are always familiar."""
+        if not app or not self.apps or self.unseen_app_p is None:
+            return False
+        return app not in self.apps and app not in SYSTEM_PACKAGES
+
+    def unfamiliar(self, evidence: Mapping[str, Any], app: str | None = None) -> list[str]:
+        """What in ``evidence`` (on ``app``) the calibration data did not cover (empty:
+        familiar)."""
         reasons = []
+        if self.unseen_app(app):
+            reasons.append(f"app {app} not in the calibration data")
         for name, value in categorical_items(evidence).items():
             if "|" in name:
                 continue  # a cross is unfamiliar only through its parts
@@ -132,17 +152,21 @@ class EvidenceCalibrator:
                 reasons.append(f"{name}={numbers[name]:g} outside [{low:g}, {high:g}]")
         return reasons
 
-    def probability(self, evidence: Mapping[str, Any]) -> float:
-        """Calibrated P(right | evidence), capped where the evidence is unfamiliar."""
+    def probability(self, evidence: Mapping[str, Any], app: str | None = None) -> float:
+        """Calibrated P(right | evidence), capped where the evidence is unfamiliar and
+        where ``app`` (the foreground package) was never seen."""
         z = max(-30.0, min(30.0, self.logit(evidence)))
         p = _interpolate(self.isotonic, 1.0 / (1.0 + math.exp(-z)))
         if self.unfamiliar(evidence):
             p = min(p, self.unfamiliar_p)
+        if self.unseen_app(app):
+            assert self.unseen_app_p is not None
+            p = min(p, self.unseen_app_p)
         return p
 
-    def confidence(self, evidence: Mapping[str, Any]) -> float:
+    def confidence(self, evidence: Mapping[str, Any], app: str | None = None) -> float:
         """The calibrated 1–5 confidence the gate compares with γ."""
-        return probability_to_score(self.probability(evidence))
+        return probability_to_score(self.probability(evidence, app))
 
     # -- the artefact --
 
@@ -160,6 +184,7 @@ class EvidenceCalibrator:
             "intercept": round(self.intercept, 6),
             "isotonic": [[round(x, 6), round(y, 6)] for x, y in self.isotonic],
             "samples": self.samples, "min_seen": self.min_seen, "unfamiliar_p": self.unfamiliar_p,
+            "apps": dict(sorted(self.apps.items())), "unseen_app_p": self.unseen_app_p,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -192,6 +217,9 @@ class EvidenceCalibrator:
                 min_seen=int(data.get("min_seen", 5)),
                 unfamiliar_p=float(data.get("unfamiliar_p", 0.5)),
                 meta=dict(data.get("meta") or {}),
+                apps={str(k): int(v) for k, v in (data.get("apps") or {}).items()},
+                unseen_app_p=(None if data.get("unseen_app_p") is None
+                              else float(data["unseen_app_p"])),
                 held_out=dict(data.get("held_out") or {}),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

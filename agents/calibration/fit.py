@@ -105,8 +105,45 @@ def fit_calibrator(samples: Sequence[Labelled], backend: str, *, min_seen: int =
         categories={k: v for k, v in categories.items() if "|" not in k},
         weights=weights, intercept=float(model.intercept_[0]), isotonic=knots,
         samples=len(samples), min_seen=min_seen, unfamiliar_p=unfamiliar_p,
-        meta=dict(meta or {}),
+        meta=dict(meta or {}), apps=_app_counts(samples),
     )
+
+
+def _app_counts(samples: Iterable[Labelled]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for sample in samples:
+        if sample.app:
+            counts[sample.app] = counts.get(sample.app, 0) + 1
+    return counts
+
+
+def unseen_app_precision(samples: Sequence[Labelled], backend: str, *, act_at: float = 0.95,
+                         min_app_steps: int = 20, **fit_options: Any) -> float | None:
+    """What confident evidence is worth on an app the calibrator never saw.
+
+    For each app with at least ``min_app_steps`` steps (the launcher and system dialogs
+    aside), a calibrator is fitted without that app's steps and judges them; the steps it
+    would let act alone at γ = 4 (P ≥ ``act_at``) are pooled over the apps, and their share
+    right, Laplace-smoothed ((right + 1) / (n + 2)), is the cap a step on an unseen app
+    gets. None with fewer than two such apps (nothing to measure it on)."""
+    from agents.calibration.calibrator import SYSTEM_PACKAGES
+
+    apps = [app for app, n in _app_counts(samples).items()
+            if n >= min_app_steps and app not in SYSTEM_PACKAGES]
+    if len(apps) < 2:
+        return None
+    right = total = 0
+    for app in apps:
+        fitting = [s for s in samples if s.app != app]
+        try:
+            without = fit_calibrator(fitting, backend, **fit_options)
+        except ValueError:
+            continue
+        for sample in samples:
+            if sample.app == app and without.probability(sample.evidence) >= act_at:
+                total += 1
+                right += int(sample.right)
+    return (right + 1) / (total + 2)
 
 
 def _cross_fitted(matrix: Any, labels: Any, groups: list[str], regularisation: float) -> Any:
@@ -259,7 +296,7 @@ def suggest_gamma(scored: Sequence[tuple[float, bool]], target: float = 0.95) ->
 def calibrated_pairs(calibrator: EvidenceCalibrator, samples: Iterable[Labelled]
                      ) -> list[tuple[float, bool]]:
     """(calibrated P(right), right) per sample."""
-    return [(calibrator.probability(s.evidence), s.right) for s in samples]
+    return [(calibrator.probability(s.evidence, s.app or None), s.right) for s in samples]
 
 
 def scored_pairs(calibrator: EvidenceCalibrator, samples: Iterable[Labelled]

@@ -94,15 +94,16 @@ class CalibratedBackend:
         evidence.setdefault("action", proposal.action.type)
         evidence.setdefault("raw", float(proposal.extra.get("raw_confidence", proposal.confidence)
                                          or proposal.confidence))
-        probability = self.calibrator.probability(evidence)
+        app = ctx.observation.app
+        probability = self.calibrator.probability(evidence, app)
         proposal.extra.setdefault("raw_confidence", proposal.confidence)
         proposal.extra["p_right"] = round(probability, 4)
         proposal.extra["calibrator_version"] = self.calibrator.version
         proposal.extra["evidence"] = evidence
-        unfamiliar = self.calibrator.unfamiliar(evidence)
+        unfamiliar = self.calibrator.unfamiliar(evidence, app)
         if unfamiliar:
             proposal.extra["unfamiliar"] = unfamiliar
-        proposal.confidence = round(self.calibrator.confidence(evidence), 4)
+        proposal.confidence = round(self.calibrator.confidence(evidence, app), 4)
         return proposal
 
 

@@ -441,3 +441,32 @@ def test_calibrate_from_logs_labels_approve_right_edit_and_takeover_wrong_and_sk
     approved = calibrator.probability({"rule": "toggle", "raw": 5.0, "action": "CLICK"})
     replaced = calibrator.probability({"rule": "click_best", "raw": 5.0, "action": "CLICK"})
     assert approved > 0.8 > 0.2 > replaced
+
+
+def test_a_step_on_an_app_the_calibrator_never_saw_is_capped_at_what_unseen_apps_earned():
+    from agents.calibration.fit import unseen_app_precision
+
+    # Three apps; a confident toggle is right on two of them and a coin toss on the third:
+    # what a new app holds cannot be read off the apps the calibrator knows.
+    rng = random.Random(5)
+    samples = []
+    for app, p_right in (("com.a", 0.99), ("com.b", 0.99), ("com.c", 0.6)):
+        for _ in range(200):
+            raw = float(rng.choice([2, 5]))
+            samples.append(Labelled({"rule": "toggle", "raw": raw, "action": "CLICK",
+                                     "strength": rng.random()},
+                                    rng.random() < (p_right if raw == 5 else 0.3), "s", app))
+    calibrator = fit_calibrator(samples, "heuristic")
+    calibrator.unseen_app_p = unseen_app_precision(samples, "heuristic")
+    assert calibrator.unseen_app_p is not None and calibrator.unseen_app_p < 0.95
+    evidence = {"rule": "toggle", "raw": 5.0, "action": "CLICK", "strength": 0.5}
+    seen = calibrator.probability(evidence, "com.a")
+    unseen = calibrator.probability(evidence, "com.never.seen")
+    assert unseen == pytest.approx(min(seen, calibrator.unseen_app_p)) and unseen < seen
+    assert calibrator.confidence(evidence, "com.never.seen") < min(
+        4, calibrator.confidence(evidence, "com.a"))
+    assert "com.never.seen" in calibrator.unfamiliar(evidence, "com.never.seen")[0]
+    # The launcher is on every phone: never "unseen".
+    assert calibrator.probability(evidence, "com.android.launcher3") == seen
+    again = EvidenceCalibrator.from_json(calibrator.to_json())
+    assert again.unseen_app_p == calibrator.unseen_app_p and again.apps == calibrator.apps

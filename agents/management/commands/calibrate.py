@@ -196,6 +196,8 @@ class Command(BaseCommand):
                                             cross_fit=opts["cross_fit"], meta={
                 "created_at": created, "suites": suites, "from_logs": bool(opts["from_logs"]),
                 "steps": len(samples)})
+            calibrator.unseen_app_p = fit.unseen_app_precision(
+                samples, backend, min_samples=opts["min_pairs"], cross_fit=opts["cross_fit"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         out_of_sample: list[tuple[float, bool]] = []
@@ -206,6 +208,9 @@ class Command(BaseCommand):
                                              cross_fit=opts["cross_fit"],
                                              meta={"created_at": created, "held_out": suite,
                                                    "steps": len(fitting)})
+                variant.unseen_app_p = fit.unseen_app_precision(
+                    fitting, backend, min_samples=opts["min_pairs"],
+                    cross_fit=opts["cross_fit"])
             except ValueError as exc:
                 # Too little left without this suite: it has no out-of-sample variant, and
                 # evaluate --calibrated judges it with the full calibrator (in sample).
@@ -235,6 +240,7 @@ class Command(BaseCommand):
             "out": str(out), "version": calibrator.version, "backend": backend,
             "steps": len(samples), "suites": suites, "ece_in_sample": ece_in,
             "ece_out_of_sample": ece_out, "target_ap": opts["target"],
+            "unseen_app_p": calibrator.unseen_app_p,
             "suggested_gamma": suggestion.gamma, "autonomy_precision": suggestion.precision,
             "wilson_lower": suggestion.lower_bound,
             "interventions_per_step": suggestion.interventions_per_step,
@@ -247,6 +253,9 @@ class Command(BaseCommand):
                           f"({len(suites)} suites{', handoffs' if opts['from_logs'] else ''})")
         self.stdout.write(f"ECE in sample {_pct(ece_in)}, out of sample (leave-one-app-out) "
                           f"{_pct(ece_out)}")
+        if calibrator.unseen_app_p is not None:
+            self.stdout.write(f"on an app it was not fitted on, a step is capped at P(right) "
+                              f"{calibrator.unseen_app_p:.3f} (measured leaving each app out)")
         if suggestion.gamma is None:
             self.stdout.write(f"no γ reaches autonomy precision {opts['target']:g} (Wilson lower "
                               "bound) on this data: keep asking at every step")
