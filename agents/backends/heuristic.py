@@ -399,6 +399,7 @@ class HeuristicBackend:
     """Rule-based, offline backend. ``propose`` never raises."""
 
     name = "heuristic"
+    needs_ui_tree = True  # it reads UI nodes, never pixels
 
     def __init__(self, *, top_k: int = 10) -> None:
         self.top_k = top_k
