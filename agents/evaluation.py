@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from agents import loop
-from agents.backends.base import Backend, HistoryEntry, Proposal, StepContext
+from agents.backends.base import (
+    Backend, HistoryEntry, Proposal, StepContext, needs_ui_tree,
+)
 from agents.calibration.gate import calibrated_backend
 from agents.datasets import DatasetStep, load_dataset
 from agents.matching import actions_match
@@ -50,9 +52,11 @@ def evaluate_dataset(
 ) -> dict[str, Any]:
     """Replay a static dataset step by step with the **gold** history (teacher forcing).
 
-    At each step the backend sees the screenshot, the dataset's UI nodes, the instruction
-    and the gold actions of the earlier steps, and its proposal is scored against the
-    gold action with the StaR App. A.2 rules. Reported: ``type_acc``, ``sr``, ``tsr`` (an
+    At each step the backend sees the screenshot, the dataset's UI nodes where it has
+    them (AITZ's detected elements; StaR has none), the instruction and the gold actions
+    of the earlier steps, and its proposal is scored against the gold action with the
+    StaR App. A.2 rules. A backend that ``needs_ui_tree`` is not replayed on steps
+    without one; ``unscored_steps`` counts them and ``unsupported`` says why. Reported: ``type_acc``, ``sr``, ``tsr`` (an
     episode succeeds when every one of its steps matched), the HSR family at ``threshold``
     (``needed`` = the prediction does not match, ``asked`` = the confidence gate of
     :func:`agents.loop.decide` would open a ticket) and, for ``star``, the toggle metrics
@@ -61,6 +65,13 @@ def evaluate_dataset(
     episodes = load_dataset(format, path)
     if isinstance(backend, str):
         backend = _backend_by_name(backend)
+    # A backend that reads only UI trees gets no made-up tree where the dataset has none
+    # (StaR: screenshots only); those steps are left unscored and the report says so.
+    unscored = 0
+    if needs_ui_tree(backend):
+        kept = [episode for episode in episodes if all(step.nodes for step in episode.steps)]
+        unscored = sum(len(e.steps) for e in episodes) - sum(len(e.steps) for e in kept)
+        episodes = kept
     total = sum(len(episode.steps) for episode in episodes)
     done = 0
     records: list[TaskRecord] = []
@@ -107,7 +118,15 @@ def evaluate_dataset(
             for record in records
         ],
         "per_step": per_step,
+        "input": "screenshot" if format == "star" else "screenshot + the dataset's UI elements",
+        "unscored_steps": unscored,
     }
+    if unscored:
+        name = getattr(backend, "name", type(backend).__name__)
+        result["unsupported"] = (
+            f"backend '{name}' cannot act on a screenshot alone and {unscored} step(s) of this "
+            f"dataset have no UI tree: they were not scored (no tree is made up from the gold "
+            f"box). Use a backend that reads screenshots, e.g. openai.")
     if format == "star":
         result["toggle"] = toggle_metrics(toggles)
     return result
@@ -566,6 +585,8 @@ def _dataset_table(result: dict[str, Any]) -> str:
         f"{result.get('episodes')} episodes, {result.get('steps')} steps, "
         f"gate at γ={_number(result.get('threshold', DEFAULT_THRESHOLD))}",
     ]
+    if result.get("unsupported"):
+        lines.append("NOT SCORED: " + result["unsupported"])
     rows = [
         [header, _cell(result.get(key), "pct")]
         for key, header in (("type_acc", "Type"), ("sr", "SR"), ("tsr", "TSR"), ("hsr", "HSR"),

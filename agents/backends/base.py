@@ -89,10 +89,19 @@ class Proposal:
 
 
 class Backend(Protocol):
+    """A backend may also set ``needs_ui_tree = True`` when it cannot act on a screenshot
+    alone (the heuristic reads only UI nodes): dataset replay then reports the steps
+    that have no UI tree as not scored instead of inventing one (:func:`needs_ui_tree`)."""
+
     name: str
 
     def propose(self, ctx: StepContext) -> Proposal:
         """Propose the next action with a confidence. Must not raise."""
+
+
+def needs_ui_tree(backend: Any) -> bool:
+    """Can ``backend`` act only with a UI tree (not on a screenshot alone)?"""
+    return bool(getattr(backend, "needs_ui_tree", False))
 
 
 def clamp_confidence(value: float) -> float:

@@ -37,11 +37,12 @@ from agents.planning import split_goal
 from agents.recommend import (
     NodeScore, is_candidate, is_editable, is_tappable, node_label, owner_of, recommend, row_label, score_nodes, tokens,
 )
+from agents.safety import current_policy
 from devices.actions import (
     CLICK, COMPLETE, IMPOSSIBLE, OPENAPP, PRESS_BACK, PRESS_ENTER, SCROLL, TYPE, WAIT, Action,
 )
 from devices.protocol import AppInfo
-from devices.uitree import UINode, node_at
+from devices.uitree import UINode, descendants, is_dialog_root, node_at
 
 __all__ = ["HeuristicBackend", "Intent", "parse_intent", "extract_text", "match_confidence"]
 
@@ -269,32 +270,9 @@ class ScreenView:
         return next((n for n in self.editables if n.focused), None)
 
 
-_DIALOG_ID_PREFIXES = ("dialog", "popup", "pop_up", "alert", "permission_dialog", "modal", "snackbar")
-
-
-def _is_dialog_root(node: UINode) -> bool:
-    """The top node of a window over the app: an AlertDialog, a pop-up, a permission prompt.
-
-    Only the id's *tail* and the class are read: content ids are often derived from the
-    text ("…/apps_with_the_location_permission…") and must not look like a dialog.
-    """
-    tail = node.resource_id.rsplit("/", 1)[-1].lower()
-    if tail.startswith(_DIALOG_ID_PREFIXES) or "Dialog" in node.cls:
-        return True
-    if node.parent is None and "permissioncontroller" in node.package:
-        return True
-    window = str(node.extra.get("window", "") or node.extra.get("layer", "")).lower()
-    return window in {"dialog", "popup", "overlay", "permission"} or bool(node.extra.get("dialog"))
-
-
-def _descendants(root: UINode, nodes: list[UINode]) -> list[UINode]:
-    inside: set[int] = {root.index}
-    out: list[UINode] = []
-    for node in nodes:  # document order: a parent precedes its children
-        if node.parent is not None and node.parent in inside:
-            inside.add(node.index)
-            out.append(node)
-    return out
+# Shared with the sensitive-action policy (agents/safety): one idea of what a dialog is.
+_is_dialog_root = is_dialog_root
+_descendants = descendants
 
 
 def read_screen(ctx: StepContext) -> ScreenView:
@@ -440,6 +418,7 @@ class HeuristicBackend:
     """Rule-based, offline backend. ``propose`` never raises."""
 
     name = "heuristic"
+    needs_ui_tree = True  # it reads UI nodes, never pixels
 
     def __init__(self, *, top_k: int = 10) -> None:
         self.top_k = top_k
@@ -517,6 +496,17 @@ class HeuristicBackend:
         goal_toks = set(tokens(goal))
         overlay_nodes = view.overlay or view.nodes
         words = set(tokens(" ".join(n.text + " " + n.content_desc for n in overlay_nodes)))
+        if view.overlay_kind == "dialog":
+            confirm = _confirmation_of_last_tap(view, ctx)
+            if confirm is not None:
+                # The app asks to confirm what was just tapped ("Remove from home" →
+                # "Remove Sam Rivera?"): the dialog is part of the task, not a pop-up to
+                # dismiss. Going ahead is a sensitive step, so the gate's policy asks a
+                # person when the confirmation commits a harm.
+                x, y = confirm.center
+                return _Choice(Action(CLICK, x=x, y=y, element=confirm.label), 4.0,
+                               f"The app asks to confirm the last step; going ahead with "
+                               f"'{confirm.label}'.")
         if view.overlay_kind == "dialog" and words and len(words & goal_toks) >= max(1, len(words) // 3):
             return None  # the goal talks about this dialog: it is part of the task
         buttons = [n for n in overlay_nodes if n.clickable and n.enabled and n.label]
@@ -1498,6 +1488,46 @@ def _or_list(items: list[str]) -> str:
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " or " + items[-1]
+
+
+_FUNCTION_WORDS = frozenset(
+    "a an the to of for in on at and or is are be it its you your my me this that with from "
+    "will can".split())
+_TAPPED_LABEL = re.compile(r"^(?:CLICK|LONG_CLICK) '(?P<label>.+)'")
+
+
+def _confirmation_of_last_tap(view: ScreenView, ctx: StepContext) -> UINode | None:
+    """The button that goes ahead in a dialog the last tap opened, or None.
+
+    The dialog counts as the tap's own confirmation when the last step was a tap that
+    changed the screen and the dialog either asks a question that shares a word with the
+    tapped label (an ad that pops up on entering a screen does not repeat the label that
+    led there; a notice such as "Added to cart" asks nothing) or is an "are you sure?"
+    (the sensitive-action policy's ``confirmations``), and exactly one of its buttons is
+    not a way to dismiss it.
+    """
+    if not ctx.history:
+        return None
+    last = ctx.history[-1]
+    match = _TAPPED_LABEL.match(last.summary or "")
+    if not last.screen_changed or match is None:
+        return None
+    # Verbs matter here ("Open" → "Open the garage door?"), so keep the words the
+    # recommender drops, less the ones every sentence has.
+    tapped = set(tokens(match.group("label"), keep_stopwords=True)) - _FUNCTION_WORDS - set(
+        _DISMISS_WORDS)
+    buttons = [n for n in view.overlay if n.clickable and n.enabled and n.label]
+    others = [n for n in view.overlay if n.text and n not in buttons]
+    said = set(tokens(" ".join(n.text for n in others), keep_stopwords=True)) - _FUNCTION_WORDS
+    asks_to_confirm = any(
+        phrase in " ".join(n.text.lower().replace("\u2019", "'") for n in others)
+        for phrase in current_policy().confirmations)
+    if not asks_to_confirm and not (tapped & said and any("?" in n.text for n in others)):
+        return None  # a notice ("Added to cart") is news, not a question to answer
+    ahead = [b for b in buttons
+             if not any(b.label.strip().lower() == w or w in b.label.lower().split()
+                        for w in _DISMISS_WORDS + ("keep", "no", "back"))]
+    return ahead[0] if len(ahead) == 1 else None
 
 
 def _overlay_confidence(kind: str, button: UINode, buttons: list[UINode]) -> float:

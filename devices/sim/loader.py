@@ -17,13 +17,24 @@ import yaml
 
 from devices.sim import expr as expr_mod
 from devices.sim.model import (
-    EFFECT_OPS, ELEMENT_KINDS, LAUNCHER, RESERVED_NAMES, AppSpec, Dialog, Effect, Element,
-    Gate, Option, Screen,
+    EFFECT_OPS, ELEMENT_KINDS, LAUNCHER, RESERVED_NAMES, TEMPLATE_RE, AppSpec, Dialog, Effect,
+    Element, Gate, Option, Screen, register_conditional,
 )
 
 BUNDLED_APPS_DIR = Path(__file__).resolve().parent / "apps"
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_TEMPLATE_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+_TEMPLATE_RE = TEMPLATE_RE
+_QUOTED = r"\"[^\"]*\"|'[^']*'"
+_CONDITIONAL_TEXT_RE = re.compile(
+    r"\{\s*(?P<cond>[^{}?]+?)\s*\?\s*(?P<then>" + _QUOTED + r"|[^{}:\"']*?)\s*:\s*"
+    r"(?P<else>" + _QUOTED + r"|[^{}\"']*?)\s*\}")
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
 
 _COMMON_KEYS = {"kind", "id", "visible", "enabled", "on_tap", "on_long_tap", "text", "desc"}
 _KIND_KEYS: dict[str, set[str]] = {
@@ -32,8 +43,8 @@ _KIND_KEYS: dict[str, set[str]] = {
     "icon": {"glyph", "color"},
     "image": {"color", "height"},
     "row": {"subtitle", "glyph"},
-    "switch": {"var", "on_change", "subtitle"},
-    "checkbox": {"var", "on_change"},
+    "switch": {"var", "on_change", "subtitle", "confirm"},
+    "checkbox": {"var", "on_change", "confirm"},
     "radio_group": {"var", "options", "on_change"},
     "field": {"var", "hint", "password", "on_enter"},
     "list": {"items", "rows"},
@@ -97,6 +108,7 @@ class _AppReader:
         self.opens: list[tuple[str, str]] = []
         self.screen_refs: list[tuple[str, str]] = []
         self.dialog_refs: list[tuple[str, str]] = []
+        self.confirm_dialogs: dict[str, Dialog] = {}  # made for switches with `confirm`
 
     def fail(self, where: str, message: str) -> SimLoadError:
         return SimLoadError(f"{self.shown}: {where}: {message}" if where else f"{self.shown}: {message}")
@@ -152,10 +164,20 @@ class _AppReader:
             raise self.fail(where, f"bad condition: {exc}") from None
 
     def template(self, text: str, where: str) -> str:
-        """Check ``{var}`` references in display text and qualify them."""
+        """Check ``{var}`` references in display text and qualify them; compile each
+        ``{cond ? Then : Else}`` (a label that depends on state) into a placeholder."""
+        def conditional(match: re.Match[str]) -> str:
+            cond = self.condition(match.group("cond").strip(), where)
+            then, otherwise = (_unquote(match.group(g)) for g in ("then", "else"))
+            if "{" in then + otherwise or "}" in then + otherwise:
+                raise self.fail(where, "a conditional text's branches are plain text")
+            return register_conditional(cond, then, otherwise, self.app_id)
+
         def repl(match: re.Match[str]) -> str:
             return "{" + self.var_name(match.group(1), where) + "}"
 
+        if "?" in text:
+            text = _CONDITIONAL_TEXT_RE.sub(conditional, text)
         return _TEMPLATE_RE.sub(repl, text)
 
     # --- effects ------------------------------------------------------------------
@@ -216,6 +238,34 @@ class _AppReader:
             return out[0]
         return Effect("if", cond=expr_mod.parse(True), then=tuple(out))
 
+    def confirm(self, spec: Any, kw: dict[str, Any], where: str) -> tuple[str, expr_mod.Expr]:
+        """Confirm-before-change on a switch: the tap opens "are you sure?" and only its
+        confirm button flips the switch (and runs ``on_change``)."""
+        if isinstance(spec, str):
+            spec = {"title": spec}
+        spec = self.mapping(spec, where, {"when", "title", "text", "button", "cancel"})
+        when = spec.get("when", "always")
+        if isinstance(when, bool):  # YAML reads a bare on/off as true/false
+            when = "on" if when else "off"
+        var = kw["var"]
+        conditions = {"always": "true", "off": var, "on": f"not {var}"}
+        if when not in conditions:
+            raise self.fail(f"{where}.when", "expected on, off or always (the change that asks)")
+        title = self.string(spec.get("title"), f"{where}.title", required=True)
+        dialog_id = f"confirm_{kw['id']}"
+        go_ahead = Element(
+            "button", f"{kw['id']}_confirm",
+            text=self.string(spec.get("button"), f"{where}.button") or "OK",
+            on_tap=(Effect("toggle", var),) + kw.get("on_change", ()), where=f"{where}.button")
+        cancel = Element("button", f"{kw['id']}_cancel",
+                         text=self.string(spec.get("cancel"), f"{where}.cancel") or "Cancel",
+                         where=f"{where}.cancel")
+        self.confirm_dialogs[dialog_id] = Dialog(
+            id=dialog_id, title=self.template(title, f"{where}.title"),
+            text=self.template(self.string(spec.get("text"), f"{where}.text"), f"{where}.text"),
+            buttons=(cancel, go_ahead), where=where)
+        return dialog_id, expr_mod.parse(conditions[when])
+
     # --- elements -----------------------------------------------------------------
     def element(self, item: Any, where: str, default_kind: str | None = None) -> Element:
         data = self.mapping(item, where)
@@ -274,6 +324,8 @@ class _AppReader:
             initial = self.state.get(kw["var"])
             if kind in ("switch", "checkbox") and kw["var"] in self.state and not isinstance(initial, bool):
                 raise self.fail(f"{where}.var", f"'{data['var']}' must start as true or false")
+        if "confirm" in data:
+            kw["confirm"], kw["confirm_when"] = self.confirm(data["confirm"], kw, f"{where}.confirm")
         if kind == "radio_group":
             options = data.get("options")
             if not isinstance(options, list) or not options:
@@ -408,6 +460,11 @@ class _AppReader:
                 on_dismiss=self.effects(d.get("on_dismiss"), f"{where}.on_dismiss"),
                 where=where,
             )
+        for did, dialog in self.confirm_dialogs.items():
+            if did in dialogs:
+                raise self.fail(dialog.where, f"the confirmation dialog '{did}' clashes with a "
+                                "dialog of that id")
+            dialogs[did] = dialog
         start = self.string(head.get("start"), "app.start") or next(iter(screens))
         if start not in screens:
             raise self.fail("app.start", f"no screen '{start}'")

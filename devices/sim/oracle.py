@@ -23,7 +23,7 @@ from devices.actions import (
 )
 from devices.sim.bound import Bound, conjuncts
 from devices.sim.loader import AppBundle
-from devices.sim.model import LAUNCHER, Element
+from devices.sim.model import LAUNCHER, Element, conditional_names, template_names
 from devices.sim.suite import SimTask
 from devices.sim.world import _TEMPLATE_RE, SimState, World, world_for
 
@@ -58,7 +58,7 @@ def _element_rw(el: Element, reads: set[str], writes: set[str], layout: set[str]
     if el.var:
         writes.add(el.var)
     if el.kind == "text":  # wrapped text: its length can move what comes below it
-        layout.update(_TEMPLATE_RE.findall(el.text))
+        layout.update(template_names(el.text))
     for item in el.items:
         _element_rw(item, reads, writes, layout)
 
@@ -91,7 +91,7 @@ def _app_rw(world: World, app_id: str) -> tuple[set[str], set[str], set[str]]:
         _effects_rw(d.on_dismiss, reads, writes)
         for el in d.elements + d.buttons:
             _element_rw(el, reads, writes, layout)
-        layout.update(_TEMPLATE_RE.findall(d.title + d.text))
+        layout.update(template_names(d.title + d.text))
     return reads, writes, layout
 
 
@@ -198,6 +198,9 @@ class _Search:
         def template(text: str, safe: bool) -> None:
             if not safe:
                 refused.update(_TEMPLATE_RE.findall(text or ""))
+            # A conditional text ("Locked" / "Unlocked") changes length and wording with
+            # its condition: never merge the values it reads.
+            refused.update(conditional_names(text or ""))
 
         def element(el: Element, in_dialog: bool = False) -> None:
             condition(el.visible)

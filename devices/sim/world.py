@@ -21,8 +21,8 @@ from devices.actions import (
 from devices.sim import expr as expr_mod
 from devices.sim.loader import AppBundle, SimLoadError
 from devices.sim.model import (
-    LAUNCHER, LAUNCHER_PACKAGE, PERMISSION_PACKAGE, SYSTEMUI_PACKAGE, AppSpec, Dialog, Effect,
-    Effects, Element, Gate, Screen,
+    LAUNCHER, LAUNCHER_PACKAGE, PERMISSION_PACKAGE, SYSTEMUI_PACKAGE, TEMPLATE_RE, AppSpec,
+    Dialog, Effect, Effects, Element, Gate, Screen, fill_template, template_names,
 )
 from devices.sim.suite import Perturbation
 from devices.uitree import Bounds, UINode
@@ -184,7 +184,7 @@ STATUS_H, APPBAR_H, NAV_H, TAB_H, KEYBOARD_H, MARGIN = 84, 168, 132, 180, 880, 4
 FONT = {"appbar": 60, "title": 64, "heading": 48, "body": 42, "caption": 34, "button": 44,
         "row": 46, "subtitle": 36, "status": 36, "launcher": 38, "clock": 180, "key": 46}
 KEY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm<")
-_TEMPLATE_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+_TEMPLATE_RE = TEMPLATE_RE  # kept for the oracle's imports
 
 
 @dataclass(frozen=True)
@@ -394,18 +394,18 @@ class World:
             for cond in (el.visible, el.enabled):
                 if cond is not None:
                     names.update(cond.names)
-            names.update(_TEMPLATE_RE.findall(el.text + el.subtitle))
+            names.update(template_names(el.text + el.subtitle))
             for item in el.items:
                 element(item)
 
         if app_id != LAUNCHER:
             scr = self.screen(app_id, shown)
-            names.update(_TEMPLATE_RE.findall(scr.title))
+            names.update(template_names(scr.title))
             for el in scr.elements + scr.toolbar:
                 element(el)
         if dialog_id is not None:
             dialog = self.dialog(app_id, dialog_id)
-            names.update(_TEMPLATE_RE.findall(dialog.title + dialog.text))
+            names.update(template_names(dialog.title + dialog.text))
             for el in dialog.elements + dialog.buttons:
                 element(el)
         deps = tuple(sorted(self.var_index[n] for n in names if n in self.var_index))
@@ -442,9 +442,7 @@ class World:
         return view
 
     def text(self, template: str, env: expr_mod.Env) -> str:
-        if "{" not in template:
-            return template
-        return _TEMPLATE_RE.sub(lambda m: _fmt(env(m.group(1))), template)
+        return fill_template(template, env, _fmt)
 
     def _layout(self, state: SimState, full: bool) -> View:
         u, W, H = self.u, self.width, self.height
@@ -705,8 +703,11 @@ class World:
                 b.node(n, "android.widget.TextView", (m, (top + bottom) // 2, W - m, bottom),
                        package, text=sub, resource_id="android:id/summary")
             if enabled:
-                b.target(box, tap=(Effect("toggle", el.var),) + el.on_change, long=long,
-                         label=text, node=n)
+                flip = (Effect("toggle", el.var),) + el.on_change
+                if el.confirm is not None:
+                    flip = (Effect("if", cond=el.confirm_when, then=(Effect("open", el.confirm),),
+                                   otherwise=flip),)
+                b.target(box, tap=flip, long=long, label=text, node=n)
             b.op(kind, box, text, sub, checked, enabled, int(FONT["row"] * u),
                  int(FONT["subtitle"] * u), m)
         elif kind == "radio_group":

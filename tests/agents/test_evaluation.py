@@ -179,7 +179,7 @@ def test_suite_result_has_the_contract_shape() -> None:
             "dead_ends", "sensitive_steps", "sensitive_asked",
         }
         assert row["ece"] is None  # the stub episodes carry no calibrated P(right)
-        assert row["dead_ends"] == 0
+        assert row["dead_ends"] == 0 and row["sensitive_steps"] == 0
     assert result["results"][0]["per_task"] == [
         {"task": "a", "success": False, "steps": 3, "interventions": 0, "clarifications": 0,
          "dead_end": False},

@@ -1,0 +1,125 @@
+"""App-format extensions authors asked for: labels that depend on state, confirm-before-
+change on a switch, "nothing else changed" in a task's predicate, and dashes that render
+as dashes (issue 12 item 8)."""
+from __future__ import annotations
+
+import pytest
+from PIL import ImageChops
+
+from devices.actions import Action
+from devices.sim import Oracle, SimDevice, SimLoadError
+from tests.devices.sim_helpers import hand_built, has_text, tap_text
+
+LOCK_APP = """
+app: {id: lock, name: Lock}
+state: {locked: true, rec: true, lights: false, note: ''}
+screens:
+  main:
+    title: "{locked ? Locked : Unlocked}"
+    elements:
+      - {kind: button, id: lock_tile, text: "Front door: {locked ? 'Locked' : 'Unlocked'}",
+         on_tap: {toggle: locked}}
+      - {kind: switch, id: rec_switch, text: Recording, var: rec,
+         confirm: {when: off, title: "Stop recording?", text: Motion will not be saved.,
+                   button: Stop}}
+      - {kind: switch, id: lights_switch, text: Lights, var: lights}
+      - {kind: field, id: note_field, var: note, hint: Note}
+"""
+LOCK_SUITE = """
+tasks:
+  - {id: unlock, instruction: Unlock the door, start: {app: lock}, success: lock.locked == false}
+  - {id: stop_rec, instruction: Stop recording, start: {app: lock}, success: lock.rec == false,
+     unchanged: [lock]}
+  - {id: stop_rec_note, instruction: Stop recording, start: {app: lock},
+     success: lock.rec == false, unchanged: {apps: [lock], except: [lock.note]}}
+"""
+
+
+@pytest.fixture()
+def lock(tmp_path):
+    bundle, suite = hand_built(tmp_path, LOCK_APP, LOCK_SUITE)
+    device = SimDevice("lock", apps=bundle)
+    device.reset(suite.task("unlock"))
+    return device, bundle, suite
+
+
+def test_a_label_follows_the_state_it_names(lock):
+    device, _, _ = lock
+    assert has_text(device, "Front door: Locked") and has_text(device, "Locked")
+    tap_text(device, "Front door: Locked")
+    assert has_text(device, "Front door: Unlocked") and has_text(device, "Unlocked")
+    assert device.state_vars["lock.locked"] is False
+
+
+def test_a_switch_asks_before_the_change_it_guards_and_only_then(lock):
+    device, _, _ = lock
+    tap_text(device, "Recording")  # on → off asks first
+    assert has_text(device, "Stop recording?") and device.state_vars["lock.rec"] is True
+    tap_text(device, "Cancel")
+    assert device.state_vars["lock.rec"] is True and not has_text(device, "Stop recording?")
+    tap_text(device, "Recording")
+    tap_text(device, "Stop")
+    assert device.state_vars["lock.rec"] is False
+    tap_text(device, "Recording")  # off → on is not guarded
+    assert device.state_vars["lock.rec"] is True and not has_text(device, "Stop recording?")
+
+
+def test_the_oracle_walks_through_the_confirmation(lock):
+    _, bundle, suite = lock
+    path = Oracle(bundle, suite.task("stop_rec")).shortest_path()
+    assert [a.element for a in path] == ["Recording", "Stop"]
+
+
+def test_nothing_else_changed_is_part_of_the_predicate(lock):
+    device, bundle, suite = lock
+    task = suite.task("stop_rec")
+    assert task.success.source == (
+        'lock.rec == false and lock.lights == false and lock.locked == true and lock.note == ""')
+    device.reset(task)
+    tap_text(device, "Lights")  # a side effect the user did not ask for
+    tap_text(device, "Recording")
+    tap_text(device, "Stop")
+    assert not device.check(task)
+    tap_text(device, "Lights")
+    assert device.check(task)
+    # an author may exempt what the task may touch on the way
+    assert "lock.note" not in suite.task("stop_rec_note").success.names
+
+
+@pytest.mark.parametrize("suite_text, message", [
+    ("tasks:\n  - {id: t, instruction: x, success: lock.rec, unchanged: [nope]}\n",
+     "tasks[0].unchanged.apps[0]: no installed app 'nope'"),
+    ("tasks:\n  - {id: t, instruction: x, success: lock.rec, unchanged: {apps: [lock], except: [lock.nope]}}\n",
+     "tasks[0].unchanged.except[0]: unknown variable 'lock.nope'"),
+    ("tasks:\n  - {id: t, instruction: x, unchanged: [lock]}\n",
+     "tasks[0].unchanged: needs a success predicate"),
+])
+def test_bad_unchanged_lists_name_the_place(tmp_path, suite_text, message):
+    with pytest.raises(SimLoadError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        hand_built(tmp_path, LOCK_APP, suite_text)
+
+
+@pytest.mark.parametrize("app_text, message", [
+    (LOCK_APP.replace("confirm: {when: off,", "confirm: {when: sometimes,"),
+     "confirm.when: expected on, off or always"),
+    (LOCK_APP.replace("{locked ? 'Locked' : 'Unlocked'}", "{lockd ? 'Locked' : 'Unlocked'}"),
+     "unknown variable 'lockd'"),
+])
+def test_bad_format_extensions_name_the_place(tmp_path, app_text, message):
+    with pytest.raises(SimLoadError, match=message):
+        hand_built(tmp_path, app_text)
+
+
+def test_dashes_render_as_dashes_not_boxes(tmp_path):
+    """Pillow's bundled font has no em dash: the renderer draws a hyphen, so a label with
+    one reads as text (the UI tree keeps the real character)."""
+    frames = []
+    for label in ("Wi\u2014Fi \u2013 on", "Wi-Fi - on"):
+        app = f'app: {{id: d, name: D}}\nscreens:\n  main:\n    elements:\n      - {{kind: text, id: t, text: "{label}"}}\n'
+        bundle, _ = hand_built(tmp_path, app)
+        device = SimDevice("d", apps=bundle)
+        device.perform(Action("OPENAPP", app="D"))
+        observation = device.observe()
+        assert any(n.text == label for n in observation.nodes)
+        frames.append(observation.image)
+    assert ImageChops.difference(frames[0], frames[1]).getbbox() is None
