@@ -123,3 +123,63 @@ def test_dashes_render_as_dashes_not_boxes(tmp_path):
         assert any(n.text == label for n in observation.nodes)
         frames.append(observation.image)
     assert ImageChops.difference(frames[0], frames[1]).getbbox() is None
+
+
+HOUSE_APP = """
+app: {id: house, name: House, start: members}
+state: {sam: true, jordan: true, front_rec: true, back_rec: true}
+screens:
+  members:
+    elements:
+      - kind: list
+        id: member_list
+        items:
+          - for_each: {sam: {name: Sam Rivera}, jordan: {name: Jordan Lee}}
+            id: "{item}_row"
+            text: "{item.name}"
+            visible: "{item}"
+            on_tap: {go: "member_{item}"}
+      - for_each: {front: {name: Front door}, back: {name: Backyard}}
+        kind: switch
+        id: "{item}_rec_switch"
+        text: "{item.name} camera"
+        var: "{item}_rec"
+  member:
+    for_each: {sam: {name: Sam Rivera}, jordan: {name: Jordan Lee}}
+    title: "{item.name}"
+    elements:
+      - {kind: button, id: "remove_{item}", text: Remove from home, on_tap: {open: "remove_{item}"}}
+dialogs:
+  remove:
+    for_each: {sam: {name: Sam Rivera}, jordan: {name: Jordan Lee}}
+    title: "Remove {item.name}?"
+    buttons:
+      - {text: Cancel, id: "remove_{item}_cancel"}
+      - {text: Remove, id: "remove_{item}_confirm", on_tap: [{set: {"{item}": false}}, {go: members}]}
+"""
+
+
+def test_one_screen_dialog_and_row_per_item(tmp_path):
+    suite = ("tasks:\n  - {id: t, instruction: Remove Jordan, success: house.jordan == false,"
+             " unchanged: [house]}\n")
+    bundle, loaded = hand_built(tmp_path, HOUSE_APP, suite)
+    app = bundle.by_id["house"]
+    assert {"member_sam", "member_jordan"} <= set(app.screens)
+    assert {"remove_sam", "remove_jordan"} <= set(app.dialogs)
+    device = SimDevice("h", apps=bundle)
+    device.perform(Action("OPENAPP", app="House"))
+    assert has_text(device, "Front door camera") and has_text(device, "Backyard camera")
+    tap_text(device, "Jordan Lee")
+    assert has_text(device, "Jordan Lee")  # the item's title
+    tap_text(device, "Remove from home")
+    assert has_text(device, "Remove Jordan Lee?")
+    tap_text(device, "Remove")
+    assert device.state_vars["house.jordan"] is False and device.state_vars["house.sam"] is True
+    assert not has_text(device, "Jordan Lee")
+    path = Oracle(bundle, loaded.task("t")).shortest_path()
+    assert [a.element for a in path[1:]] == ["Jordan Lee", "Remove from home", "Remove"]
+
+
+def test_an_item_field_that_does_not_exist_names_the_item(tmp_path):
+    with pytest.raises(SimLoadError, match=r"screens.member.for_each.sam: no field 'nmae'"):
+        hand_built(tmp_path, HOUSE_APP.replace('title: "{item.name}"', 'title: "{item.nmae}"'))
