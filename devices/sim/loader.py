@@ -51,6 +51,7 @@ _KIND_KEYS: dict[str, set[str]] = {
     "list": {"items", "rows"},
     "tabs": {"items"},
     "spacer": {"height"},
+    "stepper": {"var", "min", "max", "step", "on_change"},
 }
 _TEXT_STYLES = {"", "title", "heading", "body", "caption"}
 _BUTTON_STYLES = {"", "primary", "secondary", "text"}
@@ -318,13 +319,27 @@ class _AppReader:
                 if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                     raise self.fail(f"{where}.{key}", "expected a positive whole number")
                 kw[key] = value
-        if kind in ("switch", "checkbox", "radio_group", "field"):
+        if kind == "stepper":
+            for key, name in (("min", "minimum"), ("max", "maximum"), ("step", "step")):
+                if key in data:
+                    value = data[key]
+                    if isinstance(value, bool) or not isinstance(value, (int, float)):
+                        raise self.fail(f"{where}.{key}", "expected a number")
+                    kw[name] = value
+            if kw.get("step", 1) <= 0:
+                raise self.fail(f"{where}.step", "expected a number above 0")
+            if ("minimum" in kw and "maximum" in kw and kw["minimum"] > kw["maximum"]):
+                raise self.fail(f"{where}.min", "min is above max")
+        if kind in ("switch", "checkbox", "radio_group", "field", "stepper"):
             if "var" not in data:
                 raise self.fail(where, f"a {kind} needs a 'var' to hold its state")
             kw["var"] = self.var_name(data["var"], f"{where}.var")
             initial = self.state.get(kw["var"])
             if kind in ("switch", "checkbox") and kw["var"] in self.state and not isinstance(initial, bool):
                 raise self.fail(f"{where}.var", f"'{data['var']}' must start as true or false")
+            if kind == "stepper" and kw["var"] in self.state and (
+                    isinstance(initial, bool) or not isinstance(initial, (int, float))):
+                raise self.fail(f"{where}.var", f"'{data['var']}' must start as a number")
         if "confirm" in data:
             kw["confirm"], kw["confirm_when"] = self.confirm(data["confirm"], kw, f"{where}.confirm")
         if kind == "radio_group":

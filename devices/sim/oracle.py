@@ -207,7 +207,7 @@ class _Search:
             condition(el.enabled)
             for effs in (el.on_tap, el.on_long_tap, el.on_change, el.on_enter):
                 effects(effs)
-            if el.kind in ("switch", "checkbox"):
+            if el.kind in ("switch", "checkbox", "stepper"):
                 refused.add(el.var)
             elif el.kind == "radio_group":
                 for opt in el.options:

@@ -8,7 +8,7 @@ from PIL import ImageChops
 
 from devices.actions import Action
 from devices.sim import Oracle, SimDevice, SimLoadError
-from tests.devices.sim_helpers import hand_built, has_text, tap_text
+from tests.devices.sim_helpers import hand_built, has_text, node, tap, tap_text
 
 LOCK_APP = """
 app: {id: lock, name: Lock}
@@ -183,3 +183,38 @@ def test_one_screen_dialog_and_row_per_item(tmp_path):
 def test_an_item_field_that_does_not_exist_names_the_item(tmp_path):
     with pytest.raises(SimLoadError, match=r"screens.member.for_each.sam: no field 'nmae'"):
         hand_built(tmp_path, HOUSE_APP.replace('title: "{item.name}"', 'title: "{item.nmae}"'))
+
+
+THERMO_APP = """
+app: {id: thermo, name: Thermo}
+state: {temp: 19, level: low}
+screens:
+  main:
+    elements:
+      - {kind: stepper, id: temp_stepper, text: Temperature, var: temp, min: 16, max: 21}
+"""
+
+
+def test_a_stepper_moves_its_number_within_its_bounds(tmp_path):
+    bundle, suite = hand_built(tmp_path, THERMO_APP, (
+        "tasks:\n  - {id: t, instruction: Set 17 degrees, start: {app: thermo},"
+        " success: thermo.temp == 17}\n"))
+    device = SimDevice("t", apps=bundle)
+    device.reset(suite.task("t"))
+    plus = node(device.observe().nodes, desc="Increase Temperature")
+    for _ in range(4):
+        tap(device, plus)
+    assert device.state_vars["thermo.temp"] == 21  # stops at max
+    assert node(device.observe().nodes, rid="temp_stepper_value").text == "21"
+    path = Oracle(bundle, suite.task("t")).shortest_path()
+    assert [a.element for a in path] == ["Decrease Temperature"] * 2
+
+
+@pytest.mark.parametrize("change, message", [
+    ("min: 16, max: 21}", "min: 22, max: 21}"),
+    ("var: temp,", "var: level,"),
+])
+def test_a_bad_stepper_names_the_place(tmp_path, change, message):
+    expected = "min is above max" if "min" in change else "'level' must start as a number"
+    with pytest.raises(SimLoadError, match=expected):
+        hand_built(tmp_path, THERMO_APP.replace(change, message))
