@@ -204,7 +204,7 @@ class Navigation:
         with acc.action():
             if kind in ("switch", "checkbox", "stepper"):
                 acc.write(el.var, ANY)
-            elif kind == "radio_group":
+            elif kind in ("radio_group", "radio"):
                 for opt in el.options:
                     acc.write(el.var, opt.value)
             elif kind == "field":

@@ -52,6 +52,7 @@ _KIND_KEYS: dict[str, set[str]] = {
     "tabs": {"items"},
     "spacer": {"height"},
     "stepper": {"var", "min", "max", "step", "on_change"},
+    "radio": {"var", "value", "on_change", "subtitle"},
 }
 _TEXT_STYLES = {"", "title", "heading", "body", "caption"}
 _BUTTON_STYLES = {"", "primary", "secondary", "text"}
@@ -330,7 +331,16 @@ class _AppReader:
                 raise self.fail(f"{where}.step", "expected a number above 0")
             if ("minimum" in kw and "maximum" in kw and kw["minimum"] > kw["maximum"]):
                 raise self.fail(f"{where}.min", "min is above max")
-        if kind in ("switch", "checkbox", "radio_group", "field", "stepper"):
+        if kind == "radio":
+            # One choice of a radio group whose options are rows of a list (too many for a
+            # radio_group, or each with its own row); checked when var == value.
+            if "value" not in data:
+                raise self.fail(where, "a radio needs the 'value' it sets")
+            value = data["value"]
+            if value is not None and not isinstance(value, (str, bool, int, float)):
+                raise self.fail(f"{where}.value", "a value is text, a number, true/false or null")
+            kw["options"] = (Option(value, text),)
+        if kind in ("switch", "checkbox", "radio_group", "field", "stepper", "radio"):
             if "var" not in data:
                 raise self.fail(where, f"a {kind} needs a 'var' to hold its state")
             kw["var"] = self.var_name(data["var"], f"{where}.var")

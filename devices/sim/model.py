@@ -14,7 +14,7 @@ from devices.sim.expr import Expr
 
 ELEMENT_KINDS: tuple[str, ...] = (
     "text", "button", "icon", "image", "row", "switch", "checkbox", "radio_group", "field",
-    "list", "tabs", "spacer", "stepper",
+    "list", "tabs", "spacer", "stepper", "radio",
 )
 EFFECT_OPS: tuple[str, ...] = (
     "go", "back", "home", "open_app", "set", "toggle", "add", "open", "close", "if",

@@ -209,7 +209,7 @@ class _Search:
                 effects(effs)
             if el.kind in ("switch", "checkbox", "stepper"):
                 refused.add(el.var)
-            elif el.kind == "radio_group":
+            elif el.kind in ("radio_group", "radio"):
                 for opt in el.options:
                     add_value(el.var, opt.value)
             elif el.kind == "field":

@@ -578,6 +578,7 @@ class World:
             "button": 168, "icon": 168, "image": el.height or 360, "row": 200 if el.subtitle else 160,
             "switch": 210 if el.subtitle else 176, "checkbox": 160, "field": 176,
             "spacer": el.height or 48, "progress": 120, "stepper": 176,
+            "radio": 200 if el.subtitle else 136,
             "radio_group": 100 + 136 * len(el.options),
         }.get(el.kind, 160) * u)
 
@@ -763,6 +764,21 @@ class World:
                              label=opt.text, node=n)
                 b.op("radio", ob, opt.text, checked, enabled, int(FONT["row"] * u), m)
                 oy += int(136 * u)
+        elif kind == "radio":
+            opt = el.options[0]
+            checked = env(el.var) == opt.value
+            n = b.node(parent, "android.widget.RadioButton", box, package, text=text,
+                       resource_id=rid, checkable=True, checked=checked, clickable=enabled,
+                       enabled=enabled, focusable=True)
+            sub = self.text(el.subtitle, env)
+            if sub:
+                b.node(n, "android.widget.TextView", (m, (top + bottom) // 2, W - m, bottom),
+                       package, text=sub, resource_id="android:id/summary")
+            if enabled:
+                b.target(box, tap=(Effect("set", el.var, opt.value),) + el.on_change,
+                         label=text, node=n)
+            b.op("radio", box, text + (f"  ({sub})" if sub else ""), checked, enabled,
+                 int(FONT["row"] * u), m)
         elif kind == "field":
             fb = (m, top + int(16 * u), W - m, bottom - int(16 * u))
             value = env(el.var)

@@ -218,3 +218,43 @@ def test_a_bad_stepper_names_the_place(tmp_path, change, message):
     expected = "min is above max" if "min" in change else "'level' must start as a number"
     with pytest.raises(SimLoadError, match=expected):
         hand_built(tmp_path, THERMO_APP.replace(change, message))
+
+
+TONES_APP = """
+app: {id: tones, name: Tones}
+state: {tone: chime}
+screens:
+  main:
+    elements:
+      - kind: list
+        id: tone_list
+        rows: 4
+        items:
+          - for_each: [chime, bells, harp, piano, marimba, birds, waves, rain]
+            kind: radio
+            id: "tone_{item}"
+            text: "{item}"
+            var: tone
+            value: "{item}"
+"""
+
+
+def test_radio_rows_in_a_scrolling_list_form_one_choice(tmp_path):
+    bundle, suite = hand_built(tmp_path, TONES_APP, (
+        "tasks:\n  - {id: t, instruction: Pick rain, start: {app: tones},"
+        " success: tones.tone == \"rain\"}\n"))
+    device = SimDevice("t", apps=bundle)
+    device.reset(suite.task("t"))
+    radios = [n for n in device.observe().nodes if n.short_class == "RadioButton"]
+    assert [(n.text, n.checked) for n in radios][:2] == [("chime", True), ("bells", False)]
+    tap_text(device, "harp")
+    radios = {n.text: n.checked for n in device.observe().nodes if n.short_class == "RadioButton"}
+    assert radios["harp"] and not radios["chime"]
+    assert device.state_vars["tones.tone"] == "harp"
+    path = Oracle(bundle, suite.task("t")).shortest_path()
+    assert path[-1].element == "rain" and any(a.type == "SCROLL" for a in path)
+
+
+def test_a_radio_without_a_value_names_the_place(tmp_path):
+    with pytest.raises(SimLoadError, match=r"a radio needs the 'value' it sets"):
+        hand_built(tmp_path, TONES_APP.replace('            value: "{item}"\n', ""))
