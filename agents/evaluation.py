@@ -412,14 +412,18 @@ def run_suite_episode(job: EpisodeJob) -> TaskRecord:
     task = _find_task(suite, job.task)
     device = _sim_device(suite, task)
     oracle = Oracle(device, task, max_states=job.oracle_budget)
-    try:
-        backend = get_backend(job.backend, device=device, task=task)
-    except TypeError as exc:
-        # Only the oracle backend needs the device and the task (CONTRACT); one whose
-        # constructor does not take them is built without.
-        if "unexpected keyword argument" not in str(exc):
-            raise
-        backend = get_backend(job.backend)
+    # Only the oracle backend needs the device and the task (CONTRACT), and the oracle's
+    # budget; a constructor that does not take them is built with fewer.
+    attempts: list[dict[str, Any]] = [
+        {"device": device, "task": task, "max_states": job.oracle_budget},
+        {"device": device, "task": task}, {}]
+    for kwargs in attempts:
+        try:
+            backend = get_backend(job.backend, **kwargs)
+            break
+        except TypeError as exc:
+            if "unexpected keyword argument" not in str(exc) or not kwargs:
+                raise
     backend = calibrated_backend(backend, episode_calibrator(job, str(suite.name)))
     result = run_episode(
         device, backend, task, threshold=job.threshold, operator=job.operator,

@@ -14,11 +14,12 @@ same rules hold on apps nobody listed):
 * a verb on the control with an object on the control, its screen title or its dialog:
   "Open" on the "Garage door" screen;
 * a control that shows a protected state — a tile "Front door: Locked" is tapped to
-  unlock;
+  unlock; a control that names a price ("Get 100 GB for $1.99/month");
 * a switch that is on and protects something ("Recording", "Tamper alerts"): switching
   it off lowers protection;
 * inside a dialog, the button that goes ahead when the dialog names a harm ("Remove Sam
-  Rivera?") or is the app's own "are you sure?" ("This can't be undone").
+  Rivera?"), is the app's own "are you sure?" ("This can't be undone"), or asks a question
+  the button repeats ("Empty bin?" → "Empty bin").
 """
 from __future__ import annotations
 
@@ -87,6 +88,8 @@ class Harm:
             return f"switching '{label}' off lowers protection ({self.kind})"
         if self.where == "undo":
             return f"'{label}' undoes a protection ({self.evidence})"
+        if self.where == "price":
+            return f"'{label}' names a price ({self.evidence})"
         if self.where == "form":
             return f"'{label}' submits a form with an {self.evidence} ({self.kind})"
         if self.where == "dialog":
@@ -106,7 +109,8 @@ class SensitivePolicy:
         """The harm a tap on ``target`` commits on this screen, or None."""
         if target is None or "EditText" in target.cls:
             return None  # nothing tapped, or a text field: focusing it changes nothing
-        label = _norm(_label_of(target, nodes))
+        raw_label = _label_of(target, nodes)
+        label = _norm(raw_label)
         dialog = _dialog_of(target, nodes)
         context = _norm(" ".join(
             f"{n.text} {n.content_desc}" for n in (dialog or []) if n is not target)
@@ -121,6 +125,9 @@ class SensitivePolicy:
                 obj = _find(harm.objects, label) or _find(harm.objects, context)
                 if obj:
                     return Harm(harm.name, f"{verb} {obj}", "label+screen")
+        price = _PRICE_RE.search(raw_label) if not target.checkable else None
+        if price:  # (a radio option or filter with a price only selects)
+            return Harm("money", price.group(0), "price")
         for harm in self.classes:
             undone = _undoes(harm.protective_verbs, label)
             if undone:
@@ -154,7 +161,34 @@ class SensitivePolicy:
             found = _find(self.confirmations, context)
             if found:
                 return Harm(CONFIRMATION, found, "dialog")
+            echoed = _echoes_question(label, dialog, target)
+            if echoed:
+                return Harm(CONFIRMATION, echoed, "dialog")
         return None
+
+
+# A price on the control itself ("Get 100 GB for $1.99/month", "Pay €5", "Buy 2,000 coins
+# for 4.99 USD"): whatever the verb, tapping it spends money.
+_PRICE_RE = re.compile(
+    r"[$€£¥₹]\s?\d[\d,.]*|\d[\d,.]*\s?(?:usd|eur|gbp|jpy|inr|dollars?|euros?|pounds?)\b"
+    r"|\d[\d,.]*\s?/\s?(?:month|mo|year|yr|week)\b", re.IGNORECASE)
+
+
+def _echoes_question(label: str, dialog: list[UINode], target: UINode) -> str | None:
+    """A dialog that asks a question ("Empty bin?", "Allow access?") and whose go-ahead
+    button repeats a word of it ("Empty bin") is the app asking to confirm an action:
+    going ahead is the user's decision to make. Returns the question."""
+    if "permissioncontroller" in dialog[0].package:
+        return None  # the system's permission prompt: a privacy choice, not an action
+    # "Allow" in an app's own location prompt echoes its question too, but a permission
+    # prompt is a privacy choice the backends already send to a person, not an action.
+    words = set(label.split()) - {"yes", "ok", "the", "a", "to", "it", "allow", "deny"}
+    for node in dialog:
+        if node is target or not node.text.strip().endswith("?"):
+            continue
+        if words & set(_norm(node.text).split()):
+            return node.text.strip()
+    return None
 
 
 def _is_dismissal(label: str, dismissals: Iterable[str]) -> bool:

@@ -202,9 +202,9 @@ class Navigation:
         # One slot for all of an element's effects (tap, long tap, change, enter): more
         # than one action's worth, which is safe; its list items are actions of their own.
         with acc.action():
-            if kind in ("switch", "checkbox"):
+            if kind in ("switch", "checkbox", "stepper"):
                 acc.write(el.var, ANY)
-            elif kind == "radio_group":
+            elif kind in ("radio_group", "radio"):
                 for opt in el.options:
                     acc.write(el.var, opt.value)
             elif kind == "field":

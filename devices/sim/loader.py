@@ -24,6 +24,7 @@ from devices.sim.model import (
 BUNDLED_APPS_DIR = Path(__file__).resolve().parent / "apps"
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TEMPLATE_RE = TEMPLATE_RE
+_ITEM_RE = re.compile(r"\{item(?:\.([A-Za-z_][A-Za-z0-9_]*))?\}")
 _QUOTED = r"\"[^\"]*\"|'[^']*'"
 _CONDITIONAL_TEXT_RE = re.compile(
     r"\{\s*(?P<cond>[^{}?]+?)\s*\?\s*(?P<then>" + _QUOTED + r"|[^{}:\"']*?)\s*:\s*"
@@ -50,6 +51,8 @@ _KIND_KEYS: dict[str, set[str]] = {
     "list": {"items", "rows"},
     "tabs": {"items"},
     "spacer": {"height"},
+    "stepper": {"var", "min", "max", "step", "on_change"},
+    "radio": {"var", "value", "on_change", "subtitle"},
 }
 _TEXT_STYLES = {"", "title", "heading", "body", "caption"}
 _BUTTON_STYLES = {"", "primary", "secondary", "text"}
@@ -317,13 +320,36 @@ class _AppReader:
                 if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                     raise self.fail(f"{where}.{key}", "expected a positive whole number")
                 kw[key] = value
-        if kind in ("switch", "checkbox", "radio_group", "field"):
+        if kind == "stepper":
+            for key, name in (("min", "minimum"), ("max", "maximum"), ("step", "step")):
+                if key in data:
+                    value = data[key]
+                    if isinstance(value, bool) or not isinstance(value, (int, float)):
+                        raise self.fail(f"{where}.{key}", "expected a number")
+                    kw[name] = value
+            if kw.get("step", 1) <= 0:
+                raise self.fail(f"{where}.step", "expected a number above 0")
+            if ("minimum" in kw and "maximum" in kw and kw["minimum"] > kw["maximum"]):
+                raise self.fail(f"{where}.min", "min is above max")
+        if kind == "radio":
+            # One choice of a radio group whose options are rows of a list (too many for a
+            # radio_group, or each with its own row); checked when var == value.
+            if "value" not in data:
+                raise self.fail(where, "a radio needs the 'value' it sets")
+            value = data["value"]
+            if value is not None and not isinstance(value, (str, bool, int, float)):
+                raise self.fail(f"{where}.value", "a value is text, a number, true/false or null")
+            kw["options"] = (Option(value, text),)
+        if kind in ("switch", "checkbox", "radio_group", "field", "stepper", "radio"):
             if "var" not in data:
                 raise self.fail(where, f"a {kind} needs a 'var' to hold its state")
             kw["var"] = self.var_name(data["var"], f"{where}.var")
             initial = self.state.get(kw["var"])
             if kind in ("switch", "checkbox") and kw["var"] in self.state and not isinstance(initial, bool):
                 raise self.fail(f"{where}.var", f"'{data['var']}' must start as true or false")
+            if kind == "stepper" and kw["var"] in self.state and (
+                    isinstance(initial, bool) or not isinstance(initial, (int, float))):
+                raise self.fail(f"{where}.var", f"'{data['var']}' must start as a number")
         if "confirm" in data:
             kw["confirm"], kw["confirm_when"] = self.confirm(data["confirm"], kw, f"{where}.confirm")
         if kind == "radio_group":
@@ -348,8 +374,8 @@ class _AppReader:
             if not isinstance(items, list):
                 raise self.fail(f"{where}.items", "a list needs 'items' (a list of elements)")
             kw["items"] = tuple(
-                self.element(it, f"{where}.items[{i}]", default_kind="row")
-                for i, it in enumerate(items)
+                self.element(it, at, default_kind="row")
+                for at, it in self.expand_list(items, f"{where}.items")
             )
             for it in kw["items"]:
                 if it.kind in ("list", "tabs", "field", "radio_group"):
@@ -377,11 +403,81 @@ class _AppReader:
             return ()
         if not isinstance(value, list):
             raise self.fail(where, "expected a list of elements")
-        out = tuple(self.element(item, f"{where}[{i}]") for i, item in enumerate(value))
+        out = tuple(self.element(item, at) for at, item in self.expand_list(value, where))
         stateful = [e.id for e in out if e.kind in ("field", "list")]
         for ident in stateful:
             if stateful.count(ident) > 1:
                 raise self.fail(where, f"two elements have the id '{ident}'")
+        return out
+
+    # --- parameterised screens, dialogs and elements ------------------------------------
+    def for_each(self, data: Any, where: str) -> list[tuple[str, dict[str, Any], Any]] | None:
+        """``for_each: {key: {field: value, ...}, ...}`` (or a list of keys): one copy of
+        ``data`` per key, with ``{item}`` replaced by the key and ``{item.field}`` by the
+        field's value in every text of the copy. None when ``data`` has no ``for_each``."""
+        if not isinstance(data, dict) or "for_each" not in data:
+            return None
+        spec = data["for_each"]
+        if isinstance(spec, list):
+            spec = {str(key): {} for key in spec}
+        if not isinstance(spec, dict) or not spec:
+            raise self.fail(f"{where}.for_each", "expected a mapping of item keys to fields, "
+                            "or a list of keys")
+        body = {k: v for k, v in data.items() if k != "for_each"}
+        copies = []
+        for key, fields in spec.items():
+            if not isinstance(key, str) or not _IDENT_RE.match(key):
+                raise self.fail(f"{where}.for_each", f"'{key}' is not a valid item key")
+            if fields is None:
+                fields = {}
+            if not isinstance(fields, dict):
+                raise self.fail(f"{where}.for_each.{key}", "expected a mapping of fields")
+            copies.append((key, fields, self._substitute(body, key, fields, f"{where}.for_each.{key}")))
+        return copies
+
+    def _substitute(self, value: Any, key: str, fields: dict[str, Any], where: str) -> Any:
+        if isinstance(value, str):
+            def repl(match: re.Match[str]) -> str:
+                name = match.group(1)
+                if name is None:
+                    return key
+                if name not in fields:
+                    raise self.fail(where, f"no field '{name}' for item '{key}'")
+                return str(fields[name])
+
+            return _ITEM_RE.sub(repl, value)
+        if isinstance(value, list):
+            return [self._substitute(v, key, fields, where) for v in value]
+        if isinstance(value, dict):
+            return {self._substitute(k, key, fields, where) if isinstance(k, str) else k:
+                    self._substitute(v, key, fields, where) for k, v in value.items()}
+        return value
+
+    def expand_mapping(self, data: dict[str, Any], where: str) -> dict[str, Any]:
+        """Screens or dialogs: ``camera`` with ``for_each: {front: …, backyard: …}``
+        becomes ``camera_front`` and ``camera_backyard``."""
+        out: dict[str, Any] = {}
+        for ident, body in data.items():
+            copies = self.for_each(body, f"{where}.{ident}")
+            if copies is None:
+                out[ident] = body
+                continue
+            for key, _fields, copy in copies:
+                name = f"{ident}_{key}"
+                if name in data or name in out:
+                    raise self.fail(f"{where}.{ident}.for_each", f"'{name}' is already defined")
+                out[name] = copy
+        return out
+
+    def expand_list(self, items: list[Any], where: str) -> list[tuple[str, Any]]:
+        """Elements or list items; one with ``for_each`` stands for one per key."""
+        out: list[tuple[str, Any]] = []
+        for i, item in enumerate(items):
+            copies = self.for_each(item, f"{where}[{i}]")
+            if copies is None:
+                out.append((f"{where}[{i}]", item))
+            else:
+                out.extend((f"{where}[{i}].for_each.{key}", copy) for key, _f, copy in copies)
         return out
 
     # --- the file -------------------------------------------------------------------
@@ -403,7 +499,7 @@ class _AppReader:
             if not (value is None or isinstance(value, (bool, int, float, str))):
                 raise self.fail(f"state.{key}", "a value is text, a number, true/false or null")
             self.state[f"{self.app_id}.{key}"] = value
-        screens_data = self.mapping(data.get("screens"), "screens")
+        screens_data = self.expand_mapping(self.mapping(data.get("screens"), "screens"), "screens")
         if not screens_data:
             raise self.fail("screens", "an app needs at least one screen")
         screens: dict[str, Screen] = {}
@@ -436,7 +532,9 @@ class _AppReader:
                 if el.kind not in ("icon", "button"):
                     raise self.fail(el.where, "a toolbar holds icons and buttons only")
         dialogs: dict[str, Dialog] = {}
-        for did, ddata in self.mapping(data.get("dialogs") or {}, "dialogs").items():
+        dialogs_data = self.expand_mapping(self.mapping(data.get("dialogs") or {}, "dialogs"),
+                                           "dialogs")
+        for did, ddata in dialogs_data.items():
             where = f"dialogs.{did}"
             d = self.mapping(ddata, where, {"title", "text", "elements", "buttons", "cancelable",
                                             "on_dismiss"})

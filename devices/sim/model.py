@@ -14,7 +14,7 @@ from devices.sim.expr import Expr
 
 ELEMENT_KINDS: tuple[str, ...] = (
     "text", "button", "icon", "image", "row", "switch", "checkbox", "radio_group", "field",
-    "list", "tabs", "spacer",
+    "list", "tabs", "spacer", "stepper", "radio",
 )
 EFFECT_OPS: tuple[str, ...] = (
     "go", "back", "home", "open_app", "set", "toggle", "add", "open", "close", "if",
@@ -121,6 +121,10 @@ class Element:
     # (made by the loader) instead of flipping the switch; its confirm button flips it.
     confirm: str | None = None
     confirm_when: Expr | None = None
+    # stepper: the bounds and the step of its number (None: unbounded)
+    minimum: float | None = None
+    maximum: float | None = None
+    step: float = 1
     where: str = ""  # place in the file, for messages
 
 

@@ -207,9 +207,9 @@ class _Search:
             condition(el.enabled)
             for effs in (el.on_tap, el.on_long_tap, el.on_change, el.on_enter):
                 effects(effs)
-            if el.kind in ("switch", "checkbox"):
+            if el.kind in ("switch", "checkbox", "stepper"):
                 refused.add(el.var)
-            elif el.kind == "radio_group":
+            elif el.kind in ("radio_group", "radio"):
                 for opt in el.options:
                     add_value(el.var, opt.value)
             elif el.kind == "field":

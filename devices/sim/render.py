@@ -168,6 +168,18 @@ def render_ops(ops: tuple[Any, ...], width: int, height: int, scale: float) -> I
                 c.text(m, t + (b - t) * 0.70, sub, subsize, MUTED, "lm", r - 2 * m)
             else:
                 c.text(m, (t + b) / 2, text, size, color, "lm", r - 2 * m)
+        elif kind == "stepper":
+            (l, t, r, b), text, shown, enabled, size, m, centres, value_x, half = op[1:10]
+            color = TEXT if enabled else DISABLED
+            cy = (t + b) / 2
+            c.text(m, cy, text, size, color, "lm", centres[0] - half - 2 * m)
+            c.text(value_x, cy, shown, size, color, "mm")
+            for cx, sign in zip(centres, ("-", "+")):
+                x0, y0 = c.pt(cx - half, cy - half)
+                x1, y1 = c.pt(cx + half, cy + half)
+                d.ellipse((x0, y0, x1, y1), outline=ACCENT if enabled else DISABLED,
+                          width=max(2, round(6 * s)))
+                c.text(cx, cy, sign, size, ACCENT if enabled else DISABLED, "mm")
         elif kind in ("switch", "checkbox"):
             (l, t, r, b), text, sub, checked, enabled, size, subsize, m = op[1:9]
             color = TEXT if enabled else DISABLED

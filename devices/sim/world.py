@@ -8,6 +8,8 @@ renderer. Rules (scroll direction, TYPE, BACK, focus) are documented in docs/sim
 """
 from __future__ import annotations
 
+import functools
+
 import re
 import threading
 from collections import OrderedDict
@@ -575,7 +577,8 @@ class World:
         return int({
             "button": 168, "icon": 168, "image": el.height or 360, "row": 200 if el.subtitle else 160,
             "switch": 210 if el.subtitle else 176, "checkbox": 160, "field": 176,
-            "spacer": el.height or 48, "progress": 120,
+            "spacer": el.height or 48, "progress": 120, "stepper": 176,
+            "radio": 200 if el.subtitle else 136,
             "radio_group": 100 + 136 * len(el.options),
         }.get(el.kind, 160) * u)
 
@@ -692,6 +695,35 @@ class World:
                 b.target(box, tap=el.on_tap if clickable else None, long=long, label=text, node=n)
             b.op("row", box, text, sub, int(FONT["row"] * u), int(FONT["subtitle"] * u), m,
                  enabled)
+        elif kind == "stepper":
+            # A number with - and + buttons (a thermostat, a quantity): label on the left,
+            # the value between the buttons; each press moves by `step` within the bounds.
+            shown = _fmt(env(el.var))
+            n = b.node(parent, "android.widget.LinearLayout", box, package, resource_id=rid)
+            b.node(n, "android.widget.TextView", (m, top, W - m - int(380 * u), bottom), package,
+                   text=text, resource_id="android:id/title")
+            b.node(n, "android.widget.TextView",
+                   (W - m - int(250 * u), top, W - m - int(110 * u), bottom),
+                   package, text=shown, resource_id=f"{rid}_value")
+            cy, half = (top + bottom) // 2, int(55 * u)
+            centres = []
+            for sign, centre, word in ((-1, W - m - int(305 * u), "Decrease"),
+                                       (1, W - m - int(55 * u), "Increase")):
+                bb = (centre - half, cy - half, centre + half, cy + half)
+                centres.append(centre)
+                limit = el.minimum if sign < 0 else el.maximum
+                step = (Effect("add", el.var, sign * el.step),) + el.on_change
+                tap = step if limit is None else (
+                    Effect("if", cond=_bound_check(el.var, "<" if sign > 0 else ">", limit),
+                           then=step),)
+                label = f"{word} {text}".strip()
+                bn = b.node(n, "android.widget.ImageButton", bb, package, content_desc=label,
+                            resource_id=f"{rid}_{word.lower()}", clickable=enabled,
+                            enabled=enabled, focusable=True)
+                if enabled:
+                    b.target(bb, tap=tap, label=label, node=bn)
+            b.op("stepper", box, text, shown, enabled, int(FONT["row"] * u), m,
+                 tuple(centres), W - m - int(180 * u), half)
         elif kind in ("switch", "checkbox"):
             checked = bool(env(el.var))
             cls = "android.widget.Switch" if kind == "switch" else "android.widget.CheckBox"
@@ -732,6 +764,21 @@ class World:
                              label=opt.text, node=n)
                 b.op("radio", ob, opt.text, checked, enabled, int(FONT["row"] * u), m)
                 oy += int(136 * u)
+        elif kind == "radio":
+            opt = el.options[0]
+            checked = env(el.var) == opt.value
+            n = b.node(parent, "android.widget.RadioButton", box, package, text=text,
+                       resource_id=rid, checkable=True, checked=checked, clickable=enabled,
+                       enabled=enabled, focusable=True)
+            sub = self.text(el.subtitle, env)
+            if sub:
+                b.node(n, "android.widget.TextView", (m, (top + bottom) // 2, W - m, bottom),
+                       package, text=sub, resource_id="android:id/summary")
+            if enabled:
+                b.target(box, tap=(Effect("set", el.var, opt.value),) + el.on_change,
+                         label=text, node=n)
+            b.op("radio", box, text + (f"  ({sub})" if sub else ""), checked, enabled,
+                 int(FONT["row"] * u), m)
         elif kind == "field":
             fb = (m, top + int(16 * u), W - m, bottom - int(16 * u))
             value = env(el.var)
@@ -1037,6 +1084,12 @@ class World:
             work.run(scr.on_back)
         else:
             work.back()
+
+
+@functools.lru_cache(maxsize=256)
+def _bound_check(var: str, op: str, limit: float) -> expr_mod.Expr:
+    """``var < limit`` (or ``>``): may a stepper still move that way?"""
+    return expr_mod.parse(f"{var} {op} {limit!r}")
 
 
 def _ident(value: Any) -> str:

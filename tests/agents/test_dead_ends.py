@@ -109,3 +109,14 @@ def test_a_budget_below_one_state_is_refused(quiz_suite, budget):
     with pytest.raises(CommandError, match="--oracle-budget must be at least 1"):
         call_command("evaluate", "--suite", str(quiz_suite), "--backend", "test-guesser",
                      "--thresholds", "0", "--oracle-budget", budget, stdout=StringIO())
+
+
+def test_the_budget_setting_is_the_default(quiz_suite, tmp_path, settings):
+    # A budget of one state cannot even search the start: nothing can be judged a dead
+    # end, unlike with the default budget above.
+    settings.KAIROS_ORACLE_BUDGET = 1
+    out = tmp_path / "out.json"
+    call_command("evaluate", "--suite", str(quiz_suite), "--backend", "test-guesser",
+                 "--thresholds", "0", "--json", str(out), stdout=StringIO())
+    [row] = json.loads(out.read_text())["results"]
+    assert row["dead_ends"] == 0

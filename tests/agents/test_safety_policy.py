@@ -20,7 +20,7 @@ from tests.devices.sim_helpers import hand_built, node, tap_text
 SAFE_APP = """
 app: {id: safe, name: Safe, start: main}
 state: {locked: true, rec: true, lights: false, gone: false, amount: '', sent: false,
-        frozen: true, note: ''}
+        frozen: true, note: '', speed: slow, bin: 3}
 screens:
   main:
     title: Safe
@@ -34,6 +34,14 @@ screens:
       - {kind: row, id: pay_row, text: Payments, on_tap: {go: pay}}
       - {kind: button, id: unfreeze_button, text: Unfreeze card, visible: frozen, on_tap: {set: {frozen: false}}}
       - {kind: field, id: note_field, var: note, hint: Share a note}
+      - {kind: button, id: bin_button, text: Empty bin, on_tap: {open: empty}}
+      - {kind: row, id: plans_row, text: Plans, on_tap: {go: plans}}
+  plans:
+    title: Plans
+    elements:
+      - {kind: button, id: plan_button, text: "Get 100 GB for $1.99/month"}
+      - {kind: radio_group, id: speed, text: Delivery, var: speed,
+         options: [{value: slow, text: Standard}, {value: fast, text: "Express ($9.99)"}]}
   gate:
     title: Side gate
     elements:
@@ -45,6 +53,12 @@ screens:
       - {kind: field, id: amount_field, var: amount, hint: Amount}
       - {kind: button, id: go_button, text: Go, on_tap: {set: {sent: true}}}
 dialogs:
+  empty:
+    title: Empty bin?
+    text: 3 items will go.
+    buttons:
+      - {text: Cancel, id: empty_cancel}
+      - {text: Empty bin, id: empty_go, on_tap: {set: {bin: 0}}}
   sure:
     title: Are you sure?
     text: This can't be undone.
@@ -62,9 +76,10 @@ def phone(tmp_path):
     return device
 
 
-def _decide(device: SimDevice, label: str, confidence: float = 5.0, threshold: float = 0.0):
+def _decide(device: SimDevice, label: str, confidence: float = 5.0, threshold: float = 0.0,
+            rid: str | None = None):
     observation = device.observe()
-    target = node(observation.nodes, text=label)
+    target = node(observation.nodes, rid=rid) if rid else node(observation.nodes, text=label)
     x, y = target.center
     ctx = StepContext(instruction="whatever the user asked", observation=observation)
     proposal = Proposal(action=Action("CLICK", x=x, y=y), confidence=confidence)
@@ -113,6 +128,20 @@ def test_undoing_a_protection_asks_and_typing_into_a_field_does_not(phone):
 def test_submitting_a_form_with_an_amount_asks(phone):
     tap_text(phone, "Payments")
     assert _asks(phone, "Go")
+
+
+def test_a_price_on_the_control_asks_but_a_priced_option_only_selects(phone):
+    tap_text(phone, "Plans")
+    decision = _decide(phone, "Get 100 GB for $1.99/month")
+    assert decision.reason == loop.SENSITIVE_ACTION and "price" in decision.note
+    assert not _asks(phone, "Express ($9.99)")
+
+
+def test_going_ahead_in_a_question_the_button_repeats_asks(phone):
+    tap_text(phone, "Empty bin")  # opening the dialog is harmless by itself
+    decision = _decide(phone, "Empty bin", rid="empty_go")  # the dialog's, not the screen's
+    assert decision.reason == loop.SENSITIVE_ACTION and "Empty bin?" in decision.note
+    assert not _asks(phone, "Cancel")
 
 
 def test_a_sensitive_tap_asks_even_at_full_confidence_and_gamma_zero(phone):

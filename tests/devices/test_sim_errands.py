@@ -86,3 +86,9 @@ def test_bench_observe_fails_when_the_suite_has_no_errand():
     with pytest.raises(CommandError, match="no errand was timed"):
         call_command("bench", "observe", "--samples", "3", "--errands", "toggles",
                      stdout=StringIO())
+
+
+def test_bench_observe_names_a_suite_it_cannot_find():
+    with pytest.raises(CommandError, match="no suite 'nope'"):
+        call_command("bench", "observe", "--samples", "3", "--errands", "nope",
+                     stdout=StringIO())

@@ -8,7 +8,7 @@ from PIL import ImageChops
 
 from devices.actions import Action
 from devices.sim import Oracle, SimDevice, SimLoadError
-from tests.devices.sim_helpers import hand_built, has_text, tap_text
+from tests.devices.sim_helpers import hand_built, has_text, node, tap, tap_text
 
 LOCK_APP = """
 app: {id: lock, name: Lock}
@@ -123,3 +123,138 @@ def test_dashes_render_as_dashes_not_boxes(tmp_path):
         assert any(n.text == label for n in observation.nodes)
         frames.append(observation.image)
     assert ImageChops.difference(frames[0], frames[1]).getbbox() is None
+
+
+HOUSE_APP = """
+app: {id: house, name: House, start: members}
+state: {sam: true, jordan: true, front_rec: true, back_rec: true}
+screens:
+  members:
+    elements:
+      - kind: list
+        id: member_list
+        items:
+          - for_each: {sam: {name: Sam Rivera}, jordan: {name: Jordan Lee}}
+            id: "{item}_row"
+            text: "{item.name}"
+            visible: "{item}"
+            on_tap: {go: "member_{item}"}
+      - for_each: {front: {name: Front door}, back: {name: Backyard}}
+        kind: switch
+        id: "{item}_rec_switch"
+        text: "{item.name} camera"
+        var: "{item}_rec"
+  member:
+    for_each: {sam: {name: Sam Rivera}, jordan: {name: Jordan Lee}}
+    title: "{item.name}"
+    elements:
+      - {kind: button, id: "remove_{item}", text: Remove from home, on_tap: {open: "remove_{item}"}}
+dialogs:
+  remove:
+    for_each: {sam: {name: Sam Rivera}, jordan: {name: Jordan Lee}}
+    title: "Remove {item.name}?"
+    buttons:
+      - {text: Cancel, id: "remove_{item}_cancel"}
+      - {text: Remove, id: "remove_{item}_confirm", on_tap: [{set: {"{item}": false}}, {go: members}]}
+"""
+
+
+def test_one_screen_dialog_and_row_per_item(tmp_path):
+    suite = ("tasks:\n  - {id: t, instruction: Remove Jordan, success: house.jordan == false,"
+             " unchanged: [house]}\n")
+    bundle, loaded = hand_built(tmp_path, HOUSE_APP, suite)
+    app = bundle.by_id["house"]
+    assert {"member_sam", "member_jordan"} <= set(app.screens)
+    assert {"remove_sam", "remove_jordan"} <= set(app.dialogs)
+    device = SimDevice("h", apps=bundle)
+    device.perform(Action("OPENAPP", app="House"))
+    assert has_text(device, "Front door camera") and has_text(device, "Backyard camera")
+    tap_text(device, "Jordan Lee")
+    assert has_text(device, "Jordan Lee")  # the item's title
+    tap_text(device, "Remove from home")
+    assert has_text(device, "Remove Jordan Lee?")
+    tap_text(device, "Remove")
+    assert device.state_vars["house.jordan"] is False and device.state_vars["house.sam"] is True
+    assert not has_text(device, "Jordan Lee")
+    path = Oracle(bundle, loaded.task("t")).shortest_path()
+    assert [a.element for a in path[1:]] == ["Jordan Lee", "Remove from home", "Remove"]
+
+
+def test_an_item_field_that_does_not_exist_names_the_item(tmp_path):
+    with pytest.raises(SimLoadError, match=r"screens.member.for_each.sam: no field 'nmae'"):
+        hand_built(tmp_path, HOUSE_APP.replace('title: "{item.name}"', 'title: "{item.nmae}"'))
+
+
+THERMO_APP = """
+app: {id: thermo, name: Thermo}
+state: {temp: 19, level: low}
+screens:
+  main:
+    elements:
+      - {kind: stepper, id: temp_stepper, text: Temperature, var: temp, min: 16, max: 21}
+"""
+
+
+def test_a_stepper_moves_its_number_within_its_bounds(tmp_path):
+    bundle, suite = hand_built(tmp_path, THERMO_APP, (
+        "tasks:\n  - {id: t, instruction: Set 17 degrees, start: {app: thermo},"
+        " success: thermo.temp == 17}\n"))
+    device = SimDevice("t", apps=bundle)
+    device.reset(suite.task("t"))
+    plus = node(device.observe().nodes, desc="Increase Temperature")
+    for _ in range(4):
+        tap(device, plus)
+    assert device.state_vars["thermo.temp"] == 21  # stops at max
+    assert node(device.observe().nodes, rid="temp_stepper_value").text == "21"
+    path = Oracle(bundle, suite.task("t")).shortest_path()
+    assert [a.element for a in path] == ["Decrease Temperature"] * 2
+
+
+@pytest.mark.parametrize("change, message", [
+    ("min: 16, max: 21}", "min: 22, max: 21}"),
+    ("var: temp,", "var: level,"),
+])
+def test_a_bad_stepper_names_the_place(tmp_path, change, message):
+    expected = "min is above max" if "min" in change else "'level' must start as a number"
+    with pytest.raises(SimLoadError, match=expected):
+        hand_built(tmp_path, THERMO_APP.replace(change, message))
+
+
+TONES_APP = """
+app: {id: tones, name: Tones}
+state: {tone: chime}
+screens:
+  main:
+    elements:
+      - kind: list
+        id: tone_list
+        rows: 4
+        items:
+          - for_each: [chime, bells, harp, piano, marimba, birds, waves, rain]
+            kind: radio
+            id: "tone_{item}"
+            text: "{item}"
+            var: tone
+            value: "{item}"
+"""
+
+
+def test_radio_rows_in_a_scrolling_list_form_one_choice(tmp_path):
+    bundle, suite = hand_built(tmp_path, TONES_APP, (
+        "tasks:\n  - {id: t, instruction: Pick rain, start: {app: tones},"
+        " success: tones.tone == \"rain\"}\n"))
+    device = SimDevice("t", apps=bundle)
+    device.reset(suite.task("t"))
+    radios = [n for n in device.observe().nodes if n.short_class == "RadioButton"]
+    assert [(n.text, n.checked) for n in radios][:2] == [("chime", True), ("bells", False)]
+    tap_text(device, "harp")
+    radios = {n.text: n.checked for n in device.observe().nodes if n.short_class == "RadioButton"}
+    assert radios["harp"] and not radios["chime"]
+    assert device.state_vars["tones.tone"] == "harp"
+    path = Oracle(bundle, suite.task("t")).shortest_path()
+    assert path[-1].element == "rain" and any(a.type == "SCROLL" for a in path)
+
+
+def test_a_radio_without_a_value_names_the_place(tmp_path):
+    with pytest.raises(SimLoadError, match=r"a radio needs the 'value' it sets"):
+        hand_built(tmp_path, TONES_APP.replace('            value: "{item}"\n', ""))

@@ -37,11 +37,14 @@ class Command(BaseCommand):
         samples = opts["samples"]
         if name == "observe":
             from devices.sim import SimLoadError
-            from devices.sim.bench import bench_observe
+            from devices.sim.bench import bench_observe, errand_tasks
 
             if samples is not None and samples < 1:
                 raise CommandError("--samples must be at least 1")
             try:
+                if opts["errands"] and not errand_tasks(opts["errands"]):
+                    raise CommandError(f"no task of {opts['errands']} spans two apps: "
+                                       "no errand was timed")
                 result = bench_observe(**({"samples": samples} if samples else {}),
                                        errands=opts["errands"])
             except (SimLoadError, LookupError) as exc:
