@@ -6,7 +6,7 @@ people for most steps (interventions ≤ 40 % of steps). These are what an admin
 relies on; a change to the heuristic, the guards or the simulator that breaks one fails here.
 
 These are the heuristic's own claims (``calibration="off"``). The product's gate reads the
-shipped calibrator by default (issue 12), which asks more on these suites — 30–66% of
+shipped calibrator by default (issue 12), which asks more on these suites — 28–42% of
 steps at γ = 4 out of sample, docs/evaluation.md "Calibrated confidence" — while staying
 as safe: that default is held to TSR 1.0 and autonomy precision ≥ 0.97 below.
 """
