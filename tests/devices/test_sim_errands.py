@@ -92,3 +92,35 @@ def test_bench_observe_names_a_suite_it_cannot_find():
     with pytest.raises(CommandError, match="no suite 'nope'"):
         call_command("bench", "observe", "--samples", "3", "--errands", "nope",
                      stdout=StringIO())
+
+
+@pytest.mark.parametrize("task_id", ["buy_earbuds_then_text", "alarm_then_text"])
+def test_solving_an_errand_part_by_part_agrees_with_searching_it_whole(suite, task_id):
+    """The oracle splits an errand into its apps' parts (_Composite); a search over the
+    whole state space (the A* of every other task) must give the same distances, the same
+    optimal next actions and the same verdicts, at the start and off the path."""
+    import random
+
+    from devices.sim.oracle import NoPathError, _Search
+
+    task = suite.task(task_id)
+    clear_cache()
+    world = World(suite.bundle, task.perturbations)
+    oracle = Oracle(world, task)
+    assert oracle._search.composite is not None
+    whole = _Search(world, task, 30, 1_000_000, composite=False)
+    rng = random.Random(7)
+    state = oracle._state(None)
+    for _ in range(10):
+        distance, best = oracle._solver.solve(state)
+        whole_distance, whole_best = whole.solve(state)
+        assert distance == whole_distance
+        assert {k for _, k in best} == {k for _, k in whole_best}
+        moves = whole.expand(state, whole.key(state))
+        action, next_state, next_key = rng.choice(moves)
+        try:
+            right = whole.solve(next_state)[0] == whole_distance - 1
+        except NoPathError:
+            right = False
+        assert oracle.judge(state, action) == right, action
+        state = next_state
