@@ -68,6 +68,9 @@ class StepLabel:
     asked: bool
     type_match: bool | None = None
     action_match: bool | None = None
+    # The calibrated P(right) the gate read for this step (None: uncalibrated backend);
+    # evaluation reports the expected calibration error over these.
+    p_right: float | None = None
 
 
 @dataclass(frozen=True)
@@ -81,15 +84,21 @@ class TaskRecord:
     clarifications: int = 0
     optimal_steps: int | None = None
     labels: tuple[StepLabel, ...] = field(default_factory=tuple)
+    # The episode reached a state with no path to success (CONTRACT ``dead_ends``).
+    dead_end: bool = False
+    # Proposals that tapped an element the suite marks sensitive, and how many were asked.
+    sensitive_steps: int = 0
+    sensitive_asked: int = 0
 
     def per_task_json(self) -> dict[str, Any]:
-        """The CONTRACT ``per_task`` entry."""
+        """The CONTRACT ``per_task`` entry (plus ``dead_end``)."""
         return {
             "task": self.task,
             "success": self.success is True,
             "steps": self.steps,
             "interventions": self.interventions,
             "clarifications": self.clarifications,
+            "dead_end": self.dead_end,
         }
 
 

@@ -120,6 +120,9 @@ class Step(models.Model):
     # The backend's Proposal.extra: model, estimator and the *uncalibrated* score
     # (raw_confidence) that ``calibrate`` fits on, token source, calls, notes.
     extra = models.JSONField(default=dict, blank=True)
+    # Which evidence calibrator turned the backend's claim into ``confidence``
+    # (``agents.calibration``; "" when the backend's own score was used).
+    calibrator_version = models.CharField(max_length=64, blank=True)
     observe_ms = models.FloatField(default=0)
     decide_ms = models.FloatField(default=0)
     execute_ms = models.FloatField(default=0)

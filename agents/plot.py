@@ -149,3 +149,57 @@ def _nice_ceiling(value: float) -> float:
 
 def _tick(value: float) -> str:
     return f"{value:g}" if abs(value - round(value, 2)) < 1e-9 else f"{value:.2f}"
+
+
+def reliability_plot_svg(result: dict[str, Any], *, title: str | None = None) -> str:
+    """The reliability diagram of a calibrated evaluation: per P(right) bin, the mean
+    calibrated probability (x) against the observed share of right steps (y), one series
+    per γ, with the diagonal of perfect calibration and each γ's ECE in the legend."""
+    rows = [row for row in result.get("results", []) if row.get("reliability")]
+    size = 440
+    left, top, plot = 64, 48, size - 64 - 24
+    bottom = top + plot
+
+    def px(p: float) -> float:
+        return left + p * plot
+
+    def py(p: float) -> float:
+        return bottom - p * plot
+
+    heading = title or f"Reliability — {result.get('suite', '')} ({result.get('backend', '')})"
+    height = size + 24 * max(1, len(rows))
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{height}" '
+        f'viewBox="0 0 {size} {height}" font-family="sans-serif" font-size="12">',
+        f'<text x="{size / 2:.1f}" y="24" text-anchor="middle" font-size="14">'
+        f'{escape(heading)}</text>',
+        f'<rect x="{left}" y="{top}" width="{plot}" height="{plot}" fill="none" stroke="#333"/>',
+        f'<line x1="{px(0):.1f}" y1="{py(0):.1f}" x2="{px(1):.1f}" y2="{py(1):.1f}" '
+        'stroke="#999" stroke-dasharray="4 3"/>',
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        out.append(f'<text x="{px(tick):.1f}" y="{bottom + 16}" text-anchor="middle">'
+                   f'{tick:g}</text>')
+        out.append(f'<text x="{left - 8}" y="{py(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>')
+    out.append(f'<text x="{px(0.5):.1f}" y="{bottom + 34}" text-anchor="middle">'
+               'calibrated P(right)</text>')
+    out.append(f'<text transform="translate(16 {py(0.5):.1f}) rotate(-90)" text-anchor="middle">'
+               'observed share right</text>')
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    for i, row in enumerate(rows):
+        colour = palette[i % len(palette)]
+        points = [(b["predicted"], b["observed"], b["steps"]) for b in row["reliability"]]
+        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y, _ in points)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2" '
+                   f'data-series="gamma-{_tick(float(row["threshold"]))}"/>')
+        for x, y, n in points:
+            radius = 2 + min(6.0, math.sqrt(n) / 2)
+            out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="{radius:.1f}" '
+                       f'fill="{colour}" fill-opacity="0.6"><title>{n} steps</title></circle>')
+        ece = row.get("ece")
+        label = f"γ = {_tick(float(row['threshold']))}: ECE {ece:.3f}" if ece is not None else ""
+        out.append(f'<text x="{left}" y="{bottom + 56 + 20 * i}" fill="{colour}">'
+                   f'{escape(label)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

@@ -294,7 +294,12 @@ def _backend_for(task: Task):
 
         kwargs = {"device": get_local_host().device(task.device.name),
                   "task": find_suite(task.suite).task(task.suite_task)}
-    return get_backend(task.backend, **kwargs)
+    # The gate reads the calibrated confidence (issue 12): the backend's evidence mapped
+    # to P(right) by the installation's calibrator, or the shipped one.
+    from agents.calibration.gate import calibrated_backend, find_calibrator
+
+    return calibrated_backend(get_backend(task.backend, **kwargs),
+                              find_calibrator(task.backend, var_dir=settings.VAR_DIR))
 
 
 # Backends whose prompts show D-PoT references; for the others the retrieval is skipped,
@@ -407,6 +412,7 @@ def _propose_step(task: Task, index: int) -> Step | None:
                 prompt_tokens=proposal.prompt_tokens,
                 completion_tokens=proposal.completion_tokens,
                 extra=_json_safe(proposal.extra),
+                calibrator_version=str(proposal.extra.get("calibrator_version") or "")[:64],
                 observe_ms=(observed - started) * 1000, decide_ms=(decided - observed) * 1000,
                 status=StepStatus.READY if executes else StepStatus.WAITING,
                 executed_action=decision.action.to_json() if executes else None,

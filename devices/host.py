@@ -120,7 +120,13 @@ class DeviceHost:
 
         if device.info.kind != "sim":
             raise DeviceError("the oracle exists only for simulated phones")
-        return Oracle(device, self._suite_task(suite, task_id))
+        from django.conf import settings
+
+        from devices.sim.oracle import DEFAULT_MAX_STATES
+
+        budget = (getattr(settings, "KAIROS_ORACLE_BUDGET", DEFAULT_MAX_STATES)
+                  if settings.configured else DEFAULT_MAX_STATES)
+        return Oracle(device, self._suite_task(suite, task_id), max_states=budget)
 
     def handle(self, name: str, op: str, args: dict[str, Any]) -> Any:
         """Serve one request; the result is JSON-ready (except ``observe``/``frame``)."""

@@ -210,6 +210,36 @@ def parse_uiautomator_xml(xml_text: str | bytes) -> list[UINode]:
     return nodes
 
 
+# Tails of resource ids that open a window over the app (checked by ``is_dialog_root``).
+_DIALOG_ID_PREFIXES = ("dialog", "popup", "pop_up", "alert", "permission_dialog", "modal", "snackbar")
+
+
+def is_dialog_root(node: UINode) -> bool:
+    """The top node of a window over the app: an AlertDialog, a pop-up, a permission prompt.
+
+    Only the id's *tail* and the class are read: content ids are often derived from the
+    text ("…/apps_with_the_location_permission…") and must not look like a dialog.
+    """
+    tail = node.resource_id.rsplit("/", 1)[-1].lower()
+    if tail.startswith(_DIALOG_ID_PREFIXES) or "Dialog" in node.cls:
+        return True
+    if node.parent is None and "permissioncontroller" in node.package:
+        return True
+    window = str(node.extra.get("window", "") or node.extra.get("layer", "")).lower()
+    return window in {"dialog", "popup", "overlay", "permission"} or bool(node.extra.get("dialog"))
+
+
+def descendants(root: UINode, nodes: list[UINode]) -> list[UINode]:
+    """Every node below ``root`` in the flat, document-ordered list."""
+    inside: set[int] = {root.index}
+    out: list[UINode] = []
+    for node in nodes:  # document order: a parent precedes its children
+        if node.parent is not None and node.parent in inside:
+            inside.add(node.index)
+            out.append(node)
+    return out
+
+
 def node_at(nodes: list[UINode], x: int, y: int, *, clickable_only: bool = False) -> UINode | None:
     """The deepest (smallest) node under a point, as a touch would hit it."""
     best: UINode | None = None

@@ -219,6 +219,11 @@ KAIROS_DEFAULT_THRESHOLD = envfloat("KAIROS_DEFAULT_THRESHOLD", 4.0)
 if not 0 <= KAIROS_DEFAULT_THRESHOLD <= 5:
     raise ImproperlyConfigured("KAIROS_DEFAULT_THRESHOLD must be between 0 and 5")
 KAIROS_MAX_STEPS = envint("KAIROS_MAX_STEPS", 30)
+# States the simulator's oracle may search from one state before it reports no path (a
+# dead end); evaluation only (`evaluate --oracle-budget` overrides it).
+KAIROS_ORACLE_BUDGET = envint("KAIROS_ORACLE_BUDGET", 50_000)
+if KAIROS_ORACLE_BUDGET < 1:
+    raise ImproperlyConfigured("KAIROS_ORACLE_BUDGET must be at least 1")
 KAIROS_DEVICE_TIMEOUT = envfloat("KAIROS_DEVICE_TIMEOUT", 10.0)
 KAIROS_CLARIFICATION_TIMEOUT = envfloat("KAIROS_CLARIFICATION_TIMEOUT", 300.0)
 KAIROS_SIM_DEVICES = [

@@ -44,6 +44,7 @@ from PIL import Image, ImageDraw
 from agents.backends.base import (
     Clarification, Proposal, StepContext, clamp_confidence,
 )
+from agents.backends.evidence import context_evidence
 from agents.confidence import (
     Calibration, check_estimator, consistency_vote, logprob_score,
 )
@@ -494,6 +495,14 @@ class OpenAIBackend:
         )
         proposal.extra["self_score"] = chosen.score
         proposal.extra["raw_confidence"] = raw_confidence
+        # Evidence for the calibrator (issue 12): the stated score, the estimator's score
+        # (expected score under the token log-probs, the critic's, or the vote share),
+        # and the context features every backend states.
+        proposal.evidence = context_evidence(chosen.action, ctx)
+        proposal.evidence.update(
+            rule=f"model:{self.estimator}", stated=float(chosen.score) if chosen.score is not None else 0.0,
+            raw=float(raw_confidence) if raw_confidence is not None else 0.0,
+            scored=raw_confidence is not None)
         if raw_confidence is None:
             proposal.confidence = None  # no score: the gate asks a person
         elif self.calibration is not None:

@@ -71,6 +71,13 @@ async def test_the_question_reaches_the_owner_and_the_chat_answer_finishes_the_o
     await until(chat, is_status("running"))
 
     await database_sync_to_async(inline_steps.drain)()
+    # "Place order" spends money: the owner sees the task wait for an operator, who
+    # approves it (docs/safety.md), and then the order goes through.
+    await until(chat, is_status("waiting_operator"))
+    ticket = await database_sync_to_async(
+        lambda: latte.tickets.get(status="open", reason="sensitive_action"))()
+    await database_sync_to_async(services.resolve_ticket)(ticket, demo["operator"], "approve")
+    await database_sync_to_async(inline_steps.drain)()
     done, _ = await until(chat, is_status("succeeded"))
     assert done["task"]["success"] is True and done["task"]["clarifications"] == 1
     task = await database_sync_to_async(Task.objects.get)(id=latte.id)

@@ -12,6 +12,18 @@ pytestmark = pytest.mark.browser
 LATTE = "Order a medium hot latte"
 
 
+def approve_the_order(server, task_id: str) -> None:
+    """"Place order" spends money: the sensitive-action policy sends it to an operator
+    whatever the confidence (docs/safety.md); an operator approves it over the API."""
+    operator = server.token("operator")
+    code, queue = server.api("GET", "/api/tickets?status=open", operator)
+    ticket = next(t for t in queue if t["task"] == task_id)
+    assert code == 200 and ticket["reason"] == "sensitive_action"
+    code, _ = server.api("POST", f"/api/tickets/{ticket['id']}/resolve", operator,
+                         {"decision": "approve"})
+    assert code == 200
+
+
 def start_task(page, server, device: str) -> str:
     page.goto(server.url + "/tasks/")
     page.fill("textarea[name=instruction]", LATTE)
@@ -29,7 +41,7 @@ def test_the_user_answers_the_question_with_a_quick_reply_and_sees_the_order_suc
     page = login("user")
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    start_task(page, kairos_server, "sim-1")
+    task_id = start_task(page, kairos_server, "sim-1")
 
     status = page.locator("#task-status")
     question = page.locator("#chat li.from-agent", has_text="sweetness")
@@ -44,6 +56,9 @@ def test_the_user_answers_the_question_with_a_quick_reply_and_sees_the_order_suc
     question.get_by_role("button", name="Less sweet").click()
 
     expect(page.locator("#chat li.from-user", has_text="Less sweet")).to_be_visible()
+    expect(status).to_have_text("Waiting for an operator", timeout=30_000)
+    expect(page.locator("#task-now")).to_have_text("An operator is checking the next step.")
+    approve_the_order(kairos_server, task_id)
     expect(status).to_have_text("Succeeded", timeout=30_000)
     expect(page.locator("#task-now")).to_have_text("Finished.")
     expect(page.locator("#steps")).to_contain_text("Place order")
@@ -97,6 +112,9 @@ def test_an_unanswered_question_goes_to_the_operators_and_their_answer_shows_in_
 
     expect(page.locator("#chat li.from-operator")).to_contain_text(
         "An operator answered for you: Less sweet")
+    expect(page.locator("#task-status")).to_have_text("Waiting for an operator",
+                                                      timeout=30_000)
+    approve_the_order(kairos_server, task_id)
     expect(page.locator("#task-status")).to_have_text("Succeeded", timeout=30_000)
     save_screenshot(page, "task-escalated")
 

@@ -18,6 +18,9 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="one JSON object only")
         parser.add_argument("--viewers", type=int, default=1, help="stream: number of viewers")
         parser.add_argument("--samples", type=int, default=None, help="how many measurements")
+        parser.add_argument("--errands", default=None,
+                            help="observe: time the oracle on this suite's multi-app tasks "
+                                 "(default: every bundled one)")
 
     def handle(self, *args, name: str, **opts):
         result = self._run(name, opts)
@@ -33,9 +36,23 @@ class Command(BaseCommand):
     def _run(self, name: str, opts) -> dict:
         samples = opts["samples"]
         if name == "observe":
-            from devices.sim.bench import bench_observe
+            from devices.sim import SimLoadError
+            from devices.sim.bench import bench_observe, errand_tasks
 
-            return {"bench": "observe", **bench_observe(**({"samples": samples} if samples else {}))}
+            if samples is not None and samples < 1:
+                raise CommandError("--samples must be at least 1")
+            try:
+                if opts["errands"] and not errand_tasks(opts["errands"]):
+                    raise CommandError(f"no task of {opts['errands']} spans two apps: "
+                                       "no errand was timed")
+                result = bench_observe(**({"samples": samples} if samples else {}),
+                                       errands=opts["errands"])
+            except (SimLoadError, LookupError) as exc:
+                raise CommandError(str(exc)) from None
+            if opts["errands"] and not result["oracle_errands"]:
+                raise CommandError(f"no task of {opts['errands']} spans two apps: "
+                                   "no errand was timed")
+            return {"bench": "observe", **result}
         if name == "loop":
             from agents.bench import bench_loop
 
