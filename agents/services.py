@@ -169,18 +169,52 @@ def create_task(
     if backend == "oracle" and not suite:
         raise ServiceError("the oracle backend needs a suite task")
     with transaction.atomic():
+        # The phone's row is locked before the task is inserted, so two tasks created at
+        # once for a free phone cannot both see it free and both start.
+        _lock_device(device.id)
         task = Task.objects.create(
             owner=owner, device=device, instruction=instruction, threshold=threshold,
             backend=backend, suite=suite, suite_task=suite_task,
             max_steps=max_steps or settings.KAIROS_MAX_STEPS,
         )
-        if start:
-            start_task(task)
+        # One task drives a phone at a time; the others queue, first come first served.
+        if start and start_next_queued(device.id) is None:
+            events.task_updated(task)  # queued: it starts when the phone frees
+    task.refresh_from_db()
     return task
 
 
+def _lock_device(device_id: Any) -> None:
+    """Serialise who drives a phone (call inside a transaction). ``FOR NO KEY UPDATE``:
+    it does not wait for the key-share locks that inserting a task for it takes."""
+    list(Device.objects.select_for_update(no_key=True).filter(id=device_id).values_list("id"))
+
+
+def start_next_queued(device_id: Any) -> Task | None:
+    """The phone has freed: start the oldest task queued for it, if any (FIFO)."""
+    with transaction.atomic():
+        _lock_device(device_id)
+        if Task.objects.driving(device_id).exists():
+            return None
+        for task in Task.objects.queued_on(device_id).select_related("device"):
+            try:
+                start_task(task)
+            except DeviceError as exc:  # its phone cannot be reset: it fails, the next goes
+                if Task.objects.filter(id=task.id, status=TaskStatus.QUEUED).update(
+                        status=TaskStatus.FAILED, finished_at=timezone.now(),
+                        error=f"could not prepare the phone: {exc}"[:2000]):
+                    task.refresh_from_db()
+                    events.task_updated(task)
+                continue
+            for waiting in Task.objects.queued_on(device_id).select_related("device"):
+                events.task_updated(waiting)  # everyone behind moved up one place
+            return task
+    return None
+
+
 def start_task(task: Task) -> None:
-    """QUEUED → RUNNING, then the first step is scheduled after commit."""
+    """QUEUED → RUNNING, then the first step is scheduled after commit. The caller has
+    checked that the phone is free (``create_task``, ``start_next_queued``)."""
     if task.suite and task.suite_task:
         # A suite task starts from its own initial state, like AndroidWorld's set-up.
         get_device_client().reset(task.device.name, task.suite, task.suite_task)
@@ -213,6 +247,12 @@ def set_step_scheduler(scheduler: Callable[[str, int], None] | None
 
 
 def schedule_step(task_id: Any, index: int) -> None:
+    """Send step ``index`` to a worker after commit, and mark the task as moving.
+
+    ``progressed_at`` is what the stall sweep (agents/recovery.py) reads: a message lost
+    with a killed worker leaves it behind, and the sweep schedules the step again.
+    """
+    Task.objects.filter(id=task_id).update(progressed_at=timezone.now())
     scheduler = _scheduler
     transaction.on_commit(lambda: scheduler(str(task_id), index))
 
@@ -286,13 +326,22 @@ def run_step(task_id: Any, index: int) -> str:
                        StepStatus.CANCELLED):
         return "waiting" if step.status == StepStatus.WAITING else "stale"
     if step.status == StepStatus.EXECUTING:
-        # A worker died mid-action: the device may or may not have acted, so the action
-        # is never repeated; the next step observes the screen as it is.
-        with transaction.atomic():
-            Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
-                status=StepStatus.DONE, outcome="unknown: worker stopped during the action")
-            return _advance(task, index)
+        return abandon_executing_step(task, step)
     return execute_step(task, step)
+
+
+def abandon_executing_step(task: Task, step: Step) -> str:
+    """A worker died mid-action: the device may or may not have acted, so the action is
+    never repeated; the step is closed as ``unknown`` and the next step observes the
+    screen as it is. Used by a redelivered message and by the stall sweep."""
+    action = validate_action(step.executed_action) if step.executed_action else None
+    with transaction.atomic():
+        won = Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+            status=StepStatus.DONE, outcome="unknown: worker stopped during the action",
+            summary=action.describe()[:255] if isinstance(action, Action) else "")
+        if not won:
+            return "stale"
+        return _advance(task, step.index)
 
 
 def _json_safe(value: Any) -> Any:
@@ -373,6 +422,7 @@ def execute_step(task: Task, step: Step) -> str:
                               ).update(status=StepStatus.EXECUTING)
     if not won:
         return "duplicate"
+    Task.objects.filter(id=task.id).update(progressed_at=timezone.now())
     action = validate_action(step.executed_action)
     assert isinstance(action, Action), "only validated actions are stored for execution"
     if action.type in TERMINAL_TYPES:
@@ -388,8 +438,10 @@ def execute_step(task: Task, step: Step) -> str:
         outcome = get_device_client().perform(task.device.name, action)
     except DeviceError as exc:
         with transaction.atomic():
-            Step.objects.filter(id=step.id).update(status=StepStatus.WAITING,
-                                                   outcome=f"error: {exc}"[:255])
+            # Conditional: the stall sweep may have closed a step this slow already.
+            if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                    status=StepStatus.WAITING, outcome=f"error: {exc}"[:255]):
+                return "stale"
             Task.objects.filter(id=task.id, status=TaskStatus.RUNNING).update(
                 status=TaskStatus.WAITING_OPERATOR)
             open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.DEVICE_ERROR,
@@ -399,13 +451,14 @@ def execute_step(task: Task, step: Step) -> str:
     loop.reflect(action, outcome.changed, target, excluded)
     entry = loop.history_entry(step.index, action, step.decided_by, outcome.changed, target)
     with transaction.atomic():
-        Step.objects.filter(id=step.id).update(
+        if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
             status=StepStatus.DONE, screen_changed=outcome.changed,
             outcome=("changed" if outcome.changed else "unchanged") if outcome.ok
             else f"error: {outcome.error}"[:255],
             summary=entry.summary[:255], execute_ms=(time.perf_counter() - started) * 1000,
             executed_at=timezone.now(),
-        )
+        ):
+            return "stale"  # the stall sweep closed it and moved on meanwhile
         result = _advance(task, step.index, excluded)
     return "executed" if result == "scheduled" else result
 
@@ -445,11 +498,13 @@ def _finish_on(task: Task, action: Action) -> None:
 
 
 def finish_task(task: Task, status: str, *, success: bool | None = None, error: str = "") -> bool:
+    """End a task (terminal ``status``); its phone goes to the next queued task."""
     with transaction.atomic():
         won = Task.objects.filter(id=task.id, status__in=ACTIVE_TASK_STATUSES).update(
             status=status, success=success, error=error, finished_at=timezone.now())
         if not won:
             return False
+        transaction.on_commit(lambda: _start_next_after(task.device_id))
         for ticket in Ticket.objects.filter(task=task, status__in=(TicketStatus.OPEN,
                                                                    TicketStatus.CLAIMED)):
             if Ticket.objects.filter(id=ticket.id, status=ticket.status).update(
@@ -459,6 +514,15 @@ def finish_task(task: Task, status: str, *, success: bool | None = None, error: 
         task.refresh_from_db()
         events.task_updated(task)
     return True
+
+
+def _start_next_after(device_id: Any) -> None:
+    # After the finishing transaction commits, so a queued suite task's phone reset and
+    # first step never hang on the transaction that freed the phone.
+    try:
+        start_next_queued(device_id)
+    except Exception:  # the stall sweep starts it later; the finish itself stands
+        logger.exception("could not start the next task queued for device %s", device_id)
 
 
 # --- tickets -------------------------------------------------------------------------
