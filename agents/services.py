@@ -26,10 +26,12 @@ from agents.models import (
     ACTIVE_TASK_STATUSES, DecidedBy, Decision, Message, Step, StepStatus, Task,
     TaskStatus, Ticket, TicketKind, TicketReason, TicketStatus, TrainingRecord,
 )
-from devices.actions import COMPLETE, IMPOSSIBLE, TERMINAL_TYPES, Action, ActionError, validate_action
+from devices.actions import (
+    COMPLETE, IMPOSSIBLE, TERMINAL_TYPES, Action, ActionError, ActionOutcome, validate_action,
+)
 from devices.host import DeviceError, get_device_client
 from devices.models import Device
-from devices.uitree import nodes_from_json
+from devices.uitree import nodes_from_json, screen_signature
 
 logger = logging.getLogger(__name__)
 
@@ -330,20 +332,6 @@ def run_step(task_id: Any, index: int) -> str:
     return execute_step(task, step)
 
 
-def abandon_executing_step(task: Task, step: Step) -> str:
-    """A worker died mid-action: the device may or may not have acted, so the action is
-    never repeated; the step is closed as ``unknown`` and the next step observes the
-    screen as it is. Used by a redelivered message and by the stall sweep."""
-    action = validate_action(step.executed_action) if step.executed_action else None
-    with transaction.atomic():
-        won = Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
-            status=StepStatus.DONE, outcome="unknown: worker stopped during the action",
-            summary=action.describe()[:255] if isinstance(action, Action) else "")
-        if not won:
-            return "stale"
-        return _advance(task, step.index)
-
-
 def _json_safe(value: Any) -> Any:
     """A backend's free-form ``extra`` as plain JSON (odd values become strings)."""
     try:
@@ -363,8 +351,7 @@ def _propose_step(task: Task, index: int) -> Step | None:
                 step = Step.objects.create(task=task, index=index, status=StepStatus.WAITING)
             except IntegrityError:
                 return None
-            open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.DEVICE_ERROR,
-                        note=str(exc))
+            _device_error_ticket(task, step, str(exc))
         return step
     observed = time.perf_counter()
     ctx = StepContext(
@@ -417,7 +404,14 @@ def _propose_step(task: Task, index: int) -> Step | None:
 
 
 def execute_step(task: Task, step: Step) -> str:
-    """Run the step's decided action once; a second delivery finds it claimed."""
+    """Run the step's decided action once; a second delivery finds it claimed.
+
+    A step a person decided (it had a ticket) waited while the phone may have moved on:
+    the host is asked first whether it already performed this step (a worker that timed
+    out on a slow host), then the screen is observed again, and an action decided for
+    another screen is not run (issue 11, item 7): the step is cancelled and the agent
+    looks again, opening a new ticket on the new screen if it is unsure.
+    """
     won = Step.objects.filter(id=step.id, status__in=(StepStatus.READY, StepStatus.PROPOSED)
                               ).update(status=StepStatus.EXECUTING)
     if not won:
@@ -431,22 +425,59 @@ def execute_step(task: Task, step: Step) -> str:
                                                executed_at=timezone.now())
         _finish_on(task, action)
         return "finished"
-    nodes = nodes_from_json(step.ui_nodes) if step.ui_nodes else []
-    target = loop.target_node(action, nodes)
+    client = get_device_client()
+    origin = _origin(task, step)
     started = time.perf_counter()
     try:
-        outcome = get_device_client().perform(task.device.name, action)
+        outcome = None
+        if step.tickets.exists():
+            recorded = client.performed(task.device.name, origin)
+            if recorded is not None:
+                outcome = _outcome(recorded)
+            elif step.ui_nodes and screen_signature(nodes_from_json(step.ui_nodes)) != \
+                    screen_signature(client.observe(task.device.name).nodes):
+                return _skip_moved_screen(task, step)
+        if outcome is None:
+            outcome = client.perform(task.device.name, action, origin=origin)
     except DeviceError as exc:
         with transaction.atomic():
             # Conditional: the stall sweep may have closed a step this slow already.
             if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
                     status=StepStatus.WAITING, outcome=f"error: {exc}"[:255]):
                 return "stale"
-            Task.objects.filter(id=task.id, status=TaskStatus.RUNNING).update(
-                status=TaskStatus.WAITING_OPERATOR)
-            open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.DEVICE_ERROR,
-                        note=str(exc), set_status=False)
+            _device_error_ticket(task, step, str(exc))
         return "waiting"
+    return _record_outcome(task, step, action, outcome, started)
+
+
+def _origin(task: Task, step: Step) -> dict[str, Any]:
+    """The ids the device host files a step's action under (at most once per step)."""
+    return {"task": str(task.id), "step": step.index}
+
+
+def _outcome(data: dict[str, Any]) -> ActionOutcome:
+    return ActionOutcome(ok=data["ok"], changed=data["changed"], error=data.get("error"),
+                         details=data.get("details") or {})
+
+
+def _device_error_ticket(task: Task, step: Step, note: str) -> None:
+    """The phone could not be reached for ``step`` (now waiting): a person decides."""
+    Task.objects.filter(id=task.id, status=TaskStatus.RUNNING).update(
+        status=TaskStatus.WAITING_OPERATOR)
+    open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.DEVICE_ERROR,
+                note=note, set_status=False)
+    # The owner hears it from the task chat, not only from a status badge.
+    message = Message.objects.create(
+        task=task, sender=Message.Sender.SYSTEM,
+        text="The phone stopped answering, so an operator has been asked to check it. "
+             "The task goes on once they have.")
+    events.chat_message(message)
+
+
+def _record_outcome(task: Task, step: Step, action: Action, outcome: ActionOutcome,
+                    started: float) -> str:
+    nodes = nodes_from_json(step.ui_nodes) if step.ui_nodes else []
+    target = loop.target_node(action, nodes)
     excluded = set(task.excluded_elements)
     loop.reflect(action, outcome.changed, target, excluded)
     entry = loop.history_entry(step.index, action, step.decided_by, outcome.changed, target)
@@ -461,6 +492,51 @@ def execute_step(task: Task, step: Step) -> str:
             return "stale"  # the stall sweep closed it and moved on meanwhile
         result = _advance(task, step.index, excluded)
     return "executed" if result == "scheduled" else result
+
+
+def _skip_moved_screen(task: Task, step: Step) -> str:
+    with transaction.atomic():
+        if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                status=StepStatus.CANCELLED,
+                outcome="not run: the screen changed after the action was decided"):
+            return "stale"
+        message = Message.objects.create(
+            task=task, sender=Message.Sender.SYSTEM,
+            text="The phone's screen changed before the chosen action could run, so it was "
+                 "not run. The agent looks at the screen again.")
+        events.chat_message(message)
+        return _advance(task, step.index)
+
+
+def abandon_executing_step(task: Task, step: Step) -> str:
+    """A worker died mid-action (a redelivered message, or the stall sweep found it).
+
+    The device host is asked whether it performed the step: it answers in turn with this
+    phone's other requests, after an earlier perform of it finished or expired. Performed:
+    the step is recorded as done. Not performed: the step is cancelled and the next step
+    observes the screen again, so the action is never run twice. The host unreachable: the
+    step waits for a person with a ``device_error`` ticket.
+    """
+    try:
+        recorded = get_device_client().performed(task.device.name, _origin(task, step))
+    except DeviceError as exc:
+        with transaction.atomic():
+            if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                    status=StepStatus.WAITING,
+                    outcome="unknown: the worker stopped during the action"):
+                return "stale"
+            _device_error_ticket(task, step, f"the worker stopped during the action, and "
+                                             f"the phone cannot be asked whether it acted: {exc}")
+        return "waiting"
+    action = validate_action(step.executed_action)
+    if recorded is not None and isinstance(action, Action):
+        return _record_outcome(task, step, action, _outcome(recorded), time.perf_counter())
+    with transaction.atomic():
+        if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                status=StepStatus.CANCELLED,
+                outcome="not run: the worker stopped before the phone acted"):
+            return "stale"
+        return _advance(task, step.index)
 
 
 def _advance(task: Task, index: int, excluded: set[str] | None = None) -> str:
@@ -745,7 +821,8 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
             status=StepStatus.EXECUTING,
         )
         step.screenshot.save(f"{task.id}-{index}.jpg", ContentFile(observation.jpeg), save=True)
-    outcome = client.perform(task.device.name, checked)
+    outcome = client.perform(task.device.name, checked,
+                             origin={"task": str(task.id), "step": index})
     target = loop.target_node(checked, observation.nodes)
     entry = loop.history_entry(index, checked, DecidedBy.OPERATOR, outcome.changed, target)
     Step.objects.filter(id=step.id).update(

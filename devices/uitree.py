@@ -221,3 +221,11 @@ def node_at(nodes: list[UINode], x: int, y: int, *, clickable_only: bool = False
         if best is None or node.area <= best.area:
             best = node
     return best
+
+
+def screen_signature(nodes: Iterable[UINode]) -> tuple:
+    """What makes two screens the same screen for an action decided on one of them: every
+    node's kind, texts, id, place and state. Frame numbers are not compared: they restart
+    with the device host, and an unchanged screen after a restart is still the same."""
+    return tuple((n.cls, n.text, n.content_desc, n.resource_id, tuple(n.bounds), n.checked,
+                  n.enabled, n.selected, n.focused) for n in nodes)
