@@ -61,6 +61,12 @@ class Conflict(ServiceError):
     status = 409
 
 
+class DeviceUnavailable(ServiceError):
+    """The phone did not answer: nothing is wrong with the request; try again later."""
+
+    status = 503
+
+
 # --- roles ---------------------------------------------------------------------------
 
 def is_operator(user: Any) -> bool:
@@ -802,7 +808,13 @@ def check_takeover_holder(task: Task, user: Any) -> Ticket:
 
 
 def operator_input(task: Task, user: Any, action: Any) -> Step:
-    """One input of an operator in control, executed and recorded as an operator step."""
+    """One input of an operator in control, executed and recorded as an operator step.
+
+    Inputs are serialised on the task's row (``SELECT … FOR UPDATE``): three sent at once
+    used to pick the same step index, and two of them failed on the unique index and
+    were lost (issue 11, item 8). Each now waits its turn and runs in the order it got
+    the lock, as the phone executes them anyway.
+    """
     check_takeover_holder(task, user)
     checked = validate_action(action, (task.device.width, task.device.height))
     if isinstance(checked, ActionError):
@@ -810,9 +822,16 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
     if checked.type in TERMINAL_TYPES:
         raise ServiceError("hand the task back, or abort it, instead of COMPLETE/IMPOSSIBLE")
     client = get_device_client()
-    observation = client.observe(task.device.name)
     with transaction.atomic():
-        index = task.steps.count() and (task.steps.order_by("-index").first().index + 1)
+        task = Task.objects.select_for_update(of=("self",)).select_related("device").get(
+            id=task.id)
+        check_takeover_holder(task, user)  # again, under the lock: it may have just ended
+        last = task.steps.order_by("-index").values_list("index", flat=True).first()
+        index = 0 if last is None else last + 1
+        try:
+            observation = client.observe(task.device.name)
+        except DeviceError as exc:
+            raise DeviceUnavailable(str(exc)) from None
         step = Step.objects.create(
             task=task, index=index, frame=observation.frame, screen_width=observation.width,
             screen_height=observation.height, app=observation.app,
@@ -821,16 +840,30 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
             status=StepStatus.EXECUTING,
         )
         step.screenshot.save(f"{task.id}-{index}.jpg", ContentFile(observation.jpeg), save=True)
-    outcome = client.perform(task.device.name, checked,
-                             origin={"task": str(task.id), "step": index})
-    target = loop.target_node(checked, observation.nodes)
-    entry = loop.history_entry(index, checked, DecidedBy.OPERATOR, outcome.changed, target)
-    Step.objects.filter(id=step.id).update(
-        status=StepStatus.DONE, screen_changed=outcome.changed, summary=entry.summary[:255],
-        outcome="changed" if outcome.changed else "unchanged", executed_at=timezone.now())
-    Task.objects.filter(id=task.id).update(cursor=index + 1)
-    task.refresh_from_db()
-    events.task_updated(task)
+        try:
+            outcome = client.perform(task.device.name, checked,
+                                     origin={"task": str(task.id), "step": index})
+        except DeviceError as exc:
+            # Kept, not rolled back: the phone may have acted, and the host files the
+            # action under this step's index, which must not be given to another input.
+            Step.objects.filter(id=step.id).update(status=StepStatus.DONE,
+                                                   outcome=f"unknown: {exc}"[:255])
+            error = DeviceUnavailable(str(exc))
+        else:
+            error = None
+            target = loop.target_node(checked, observation.nodes)
+            entry = loop.history_entry(index, checked, DecidedBy.OPERATOR, outcome.changed,
+                                       target)
+            Step.objects.filter(id=step.id).update(
+                status=StepStatus.DONE, screen_changed=outcome.changed,
+                summary=entry.summary[:255],
+                outcome="changed" if outcome.changed else "unchanged",
+                executed_at=timezone.now())
+        Task.objects.filter(id=task.id).update(cursor=index + 1)
+        task.refresh_from_db()
+        events.task_updated(task)
+    if error is not None:
+        raise error
     step.refresh_from_db()
     return step
 
@@ -838,6 +871,8 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
 def hand_back(task: Task, user: Any) -> Task:
     check_takeover_holder(task, user)
     with transaction.atomic():
+        # Under the task's lock, like inputs: the next step's index is after the last input.
+        list(Task.objects.select_for_update(of=("self",)).filter(id=task.id).values_list("id"))
         next_index = (task.steps.order_by("-index").values_list("index", flat=True).first() or 0) + 1
         won = Task.objects.filter(id=task.id, status=TaskStatus.TAKEN_OVER).update(
             status=TaskStatus.RUNNING, cursor=next_index)
