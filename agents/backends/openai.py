@@ -32,6 +32,7 @@ import os
 import random
 import re
 import string
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -204,6 +205,8 @@ class OpenAIBackend:
             self.api_key = "not-needed"
         self.model = model or _env(env, "KAIROS_LLM_MODEL", DEFAULT_MODEL) or DEFAULT_MODEL
         self.critic_model = critic_model or _env(env, "KAIROS_LLM_CRITIC_MODEL") or self.model
+        # A total deadline for each model call, retries included (issue 11, item 9): an
+        # endpoint that trickles a byte now and then never trips a per-read timeout.
         self.timeout = timeout if timeout is not None else _env_float(env, "KAIROS_LLM_TIMEOUT", 60.0)
         retries = max_retries if max_retries is not None else int(
             _env_float(env, "KAIROS_LLM_MAX_RETRIES", 3))
@@ -285,10 +288,24 @@ class OpenAIBackend:
             kwargs["extra_body"] = self.extra_body
         attempts = self.retry.max_retries + 1
         last = ""
+        deadline = time.monotonic() + self.timeout
         for attempt in range(attempts):
             retry_after: float | None = None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                attempts = attempt
+                break
             try:
-                response = self.client.chat.completions.create(**kwargs)
+                client = self.client
+                response = _within(remaining, lambda: client.chat.completions.create(**kwargs))
+            except _DeadlinePassed:
+                # The abandoned request's thread ends at the server's next byte: its client
+                # is closed, and the next attempt opens a fresh one.
+                self._client = None
+                client.close()
+                last = f"no complete answer within {self.timeout:g} s"
+                attempts = attempt + 1
+                break
             except openai.APIStatusError as exc:
                 last = f"HTTP {exc.status_code}: {_error_text(exc)}"
                 if logprobs and exc.status_code == 400 and "logprob" in last.lower():
@@ -312,7 +329,8 @@ class OpenAIBackend:
             else:
                 return self._read(response, messages, image_sizes, model or self.model)
             if attempt + 1 < attempts:
-                delay = self.retry.delay(attempt, retry_after)
+                delay = min(self.retry.delay(attempt, retry_after),
+                            max(0.0, deadline - time.monotonic()))
                 log.warning("model call failed (%s); retry %d/%d in %.2f s",
                             last, attempt + 1, self.retry.max_retries, delay)
                 time.sleep(delay)
@@ -768,6 +786,32 @@ def _error_text(exc: openai.APIStatusError) -> str:
             return str(error["message"])[:300]
         return json.dumps(body)[:300]
     return str(exc.message if hasattr(exc, "message") else exc)[:300]
+
+
+class _DeadlinePassed(Exception):
+    pass
+
+
+def _within(seconds: float, call: Any) -> Any:
+    """``call()`` on a thread of its own, given up after ``seconds`` (its whole time, not
+    per read); raises :class:`_DeadlinePassed` then, else returns or raises as it did."""
+    box: dict[str, Any] = {}
+    finished = threading.Event()
+
+    def run() -> None:
+        try:
+            box["value"] = call()
+        except BaseException as exc:  # noqa: BLE001 — handed back to the caller
+            box["error"] = exc
+        finally:
+            finished.set()
+
+    threading.Thread(target=run, daemon=True, name="model-call").start()
+    if not finished.wait(seconds):
+        raise _DeadlinePassed
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _retry_after(response: httpx.Response | None) -> float | None:
