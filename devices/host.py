@@ -26,6 +26,7 @@ from typing import Any, Callable
 from PIL import Image
 
 from devices.actions import Action, ActionOutcome, validate_action
+from devices.deadline import DeadlinePassed, call_within
 from devices.protocol import AppInfo, DeviceInfo, Frame, Observation
 from devices.uitree import nodes_from_json, nodes_to_json
 
@@ -276,15 +277,30 @@ class RedisDeviceClient(DeviceClient):
     """The full stack: requests go to the ``device_host`` process over Redis lists."""
 
     def __init__(self, redis_url: str, timeout: float = 10.0):
+        self.redis_url = redis_url
+        self.timeout = timeout
+        self.redis = self._connect()
+
+    def _connect(self) -> Any:
         import redis
 
-        # Socket timeouts bound every Redis call too, so a call's total time is bounded
-        # even when Redis itself stops answering (issue 11, item 9).
-        self.redis = redis.Redis.from_url(redis_url, socket_timeout=timeout + 5,
-                                          socket_connect_timeout=5)
-        self.timeout = timeout
+        return redis.Redis.from_url(self.redis_url, socket_timeout=self.timeout + 5,
+                                    socket_connect_timeout=5)
 
     def call(self, name: str, op: str, **args: Any) -> Any:
+        # The whole call, not each socket read, is bounded (issue 11, item 9).
+        redis_client = self.redis
+        try:
+            return call_within(self.timeout + 2, lambda: self._call(name, op, args),
+                               name="device-call")
+        except DeadlinePassed:
+            # Drop the connections the abandoned call holds; the next call opens new ones.
+            self.redis = self._connect()
+            redis_client.connection_pool.disconnect()
+            raise DeviceError(f"device '{name}' did not answer '{op}' within "
+                              f"{self.timeout:g} s (Redis stopped answering)") from None
+
+    def _call(self, name: str, op: str, args: dict[str, Any]) -> Any:
         if op == "frame":
             blob = self._redis_call(self.redis.get, FRAME_KEY.format(name=name))
             return _unpack_frame(blob) if blob else None

@@ -32,7 +32,6 @@ import os
 import random
 import re
 import string
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +55,7 @@ from agents.scoring import (
 )
 from agents.tokens import TokenUsage, measure_call
 from devices.actions import POINT_TYPES, Action, Screen, action_to_text
+from devices.deadline import DeadlinePassed, call_within
 from devices.uitree import UINode, node_at
 
 __all__ = [
@@ -297,8 +297,9 @@ class OpenAIBackend:
                 break
             try:
                 client = self.client
-                response = _within(remaining, lambda: client.chat.completions.create(**kwargs))
-            except _DeadlinePassed:
+                response = call_within(remaining, lambda: client.chat.completions.create(**kwargs),
+                                       name="model-call")
+            except DeadlinePassed:
                 # The abandoned request's thread ends at the server's next byte: its client
                 # is closed, and the next attempt opens a fresh one.
                 self._client = None
@@ -786,32 +787,6 @@ def _error_text(exc: openai.APIStatusError) -> str:
             return str(error["message"])[:300]
         return json.dumps(body)[:300]
     return str(exc.message if hasattr(exc, "message") else exc)[:300]
-
-
-class _DeadlinePassed(Exception):
-    pass
-
-
-def _within(seconds: float, call: Any) -> Any:
-    """``call()`` on a thread of its own, given up after ``seconds`` (its whole time, not
-    per read); raises :class:`_DeadlinePassed` then, else returns or raises as it did."""
-    box: dict[str, Any] = {}
-    finished = threading.Event()
-
-    def run() -> None:
-        try:
-            box["value"] = call()
-        except BaseException as exc:  # noqa: BLE001 — handed back to the caller
-            box["error"] = exc
-        finally:
-            finished.set()
-
-    threading.Thread(target=run, daemon=True, name="model-call").start()
-    if not finished.wait(seconds):
-        raise _DeadlinePassed
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 def _retry_after(response: httpx.Response | None) -> float | None:
