@@ -46,9 +46,11 @@ class Stack:
     journal: Path
     workers: int = 1
     pool: str = "threads"
+    concurrency: int = 2
     action_latency: float = 0.0
     env_extra: dict[str, str] = field(default_factory=dict)
     tag: str = "stack"
+    serve_port: int | None = None  # also run the ASGI server on this port
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     starts: dict[str, int] = field(default_factory=dict)
 
@@ -62,18 +64,21 @@ class Stack:
         return env
 
     def command(self, name: str) -> list[str]:
+        if name == "serve":
+            return [sys.executable, "manage.py", "serve", "--port", str(self.serve_port)]
         if name == "device_host":
             return [sys.executable, "manage.py", "device_host", "--devices",
                     ",".join(self.devices), "--journal", str(self.journal),
                     "--action-latency", str(self.action_latency)]
         return [sys.executable, "-m", "celery", "-A", "kairos_web", "worker",
-                f"--pool={self.pool}", "--concurrency=2", "--loglevel=WARNING",
+                f"--pool={self.pool}", f"--concurrency={self.concurrency}", "--loglevel=WARNING",
                 "--without-gossip", "--without-mingle", "--without-heartbeat",
                 "-n", f"{name}-{self.tag}@%h"]
 
     @property
     def names(self) -> list[str]:
-        return ["device_host"] + [f"worker{n}" for n in range(1, self.workers + 1)]
+        return (["device_host"] + [f"worker{n}" for n in range(1, self.workers + 1)]
+                + (["serve"] if self.serve_port else []))
 
     def start(self, name: str) -> None:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
