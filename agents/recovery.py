@@ -122,12 +122,17 @@ class StallSweeper(bootsteps.StartStopStep):
         from django.conf import settings
         from django.db import close_old_connections
 
+        from django.db import connections
+
         interval = float(settings.KAIROS_SWEEP_INTERVAL)
-        while True:
-            try:
-                close_old_connections()
-                sweep_stalled_tasks()
-            except Exception:  # the database may be down for a while; try again later
-                logger.exception("stall sweep failed")
-            if self.stopping.wait(interval):
-                return
+        try:
+            while True:
+                try:
+                    close_old_connections()
+                    sweep_stalled_tasks()
+                except Exception:  # the database may be down for a while; try again later
+                    logger.exception("stall sweep failed")
+                if self.stopping.wait(interval):
+                    return
+        finally:
+            connections.close_all()  # this thread's own connection

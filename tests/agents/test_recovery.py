@@ -195,3 +195,33 @@ def test_a_device_error_ticket_tells_the_user_and_approving_it_does_not_repeat_t
     step = Step.objects.get(task=task, index=0)
     assert (step.status, step.outcome) == (StepStatus.DONE, "changed")
     assert Task.objects.get(id=task.id).status == TaskStatus.SUCCEEDED
+
+
+def test_the_embedded_worker_resumes_at_start_a_task_its_lost_broker_held(demo, scripted,
+                                                                          phones, settings):
+    """``serve`` restarted: the in-memory broker's messages died with it; the worker thread's
+    first sweep finds the running task and schedules its step again."""
+    from kairos_web.celery import start_worker_thread
+
+    scripted([tap_settings(5.0), Proposal(Action("COMPLETE"), confidence=5.0)])
+    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                "Open the settings", threshold=0, backend="scripted",
+                                start=False)
+    Task.objects.filter(id=task.id).update(
+        status=TaskStatus.RUNNING, started_at=timezone.now() - timedelta(minutes=5),
+        progressed_at=timezone.now() - timedelta(minutes=5))
+
+    from tests.stack import wait_for
+
+    # The worker thread keeps no connection open after its task, so the test database
+    # can be dropped at the end of the run.
+    max_age = connection.settings_dict["CONN_MAX_AGE"]
+    connection.settings_dict["CONN_MAX_AGE"] = 0
+    worker = start_worker_thread()
+    try:
+        wait_for(lambda: Task.objects.get(id=task.id).is_finished, timeout=60,
+                 what="the embedded worker to resume the task")
+    finally:
+        worker.stop(in_sighandler=False)
+        connection.settings_dict["CONN_MAX_AGE"] = max_age
+    assert Task.objects.get(id=task.id).status == TaskStatus.SUCCEEDED
