@@ -310,6 +310,8 @@ def test_chaos(chaos_stack):
         "socket_drops": operator.socket_drops,
         "tickets_resolved": operator.resolved,
         "finished": dict(Counter(t.status for t in tasks)),
+        "why_failed": dict(Counter(t.error[:60] or "predicate not met" for t in tasks
+                                   if t.status == "failed")),
         "actions_performed": len(performed), "steps_done": len(done),
         "actions_doubled": len(doubled), "steps_lost": len(lost), "stuck_tasks": len(stuck),
         "http_5xx": fivexx, "http_statuses": {str(k): v for k, v in operator.statuses.items()},
