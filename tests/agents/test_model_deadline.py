@@ -20,19 +20,29 @@ from tests.agents.test_step_tokens import llm_env  # noqa: F401  (fixture)
 DEADLINE = 2.0
 
 
-@pytest.mark.parametrize("retries", [0, 3])
-def test_a_trickling_endpoint_ends_in_a_model_error_within_the_deadline(fake_openai, retries):
+def test_a_trickling_endpoint_ends_in_a_model_error_within_the_timeout(fake_openai):
     fake_openai.default = trickling(every=0.3)
     backend = OpenAIBackend(base_url=fake_openai.base_url, model="fake-model",
-                            timeout=DEADLINE, max_retries=retries, backoff=0.1)
+                            timeout=DEADLINE, max_retries=0)
     started = time.monotonic()
     proposal = backend.propose(ctx("Turn on Wi-Fi", settings_screen(wifi_on=False)))
     took = time.monotonic() - started
 
     assert proposal.action is None and "within 2 s" in (proposal.model_error or "")
     assert took < DEADLINE + 1.0, f"the call took {took:.1f} s"
-    # Trickling is not a transient error: no retry is started once the time is spent.
-    assert len(fake_openai.requests) == 1
+
+
+def test_retries_stop_at_the_calls_deadline(fake_openai):
+    fake_openai.default = trickling(every=0.3)
+    backend = OpenAIBackend(base_url=fake_openai.base_url, model="fake-model",
+                            timeout=1.5, deadline=DEADLINE + 0.5, max_retries=5, backoff=0.1)
+    started = time.monotonic()
+    proposal = backend.propose(ctx("Turn on Wi-Fi", settings_screen(wifi_on=False)))
+    took = time.monotonic() - started
+
+    assert proposal.action is None and "deadline of 2.5 s" in (proposal.model_error or "")
+    assert took < DEADLINE + 1.5, f"the call took {took:.1f} s"
+    assert len(fake_openai.requests) == 2  # 1.5 s, a short backoff, then the last second
 
 
 def test_the_next_call_after_a_deadline_gets_a_fresh_connection(fake_openai):
