@@ -28,16 +28,28 @@ FAST_RECOVERY = {"KAIROS_STALL_SECONDS": str(STALL), "KAIROS_SWEEP_INTERVAL": st
 WORKER_START = 25.0
 
 
+@pytest.fixture(scope="module")
+def processes(django_db_setup, tmp_path_factory):
+    """The worker and device-host processes, started once for this module's tests."""
+    from tests.conftest import REQUIRE_SERVICES, missing_services
+
+    if missing_services():  # before the per-test gate: this fixture is module-scoped
+        why = f"needs {' and '.join(missing_services())} (real services); set them or run .ci/run"
+        pytest.fail(why) if REQUIRE_SERVICES else pytest.skip(why)
+    stack = Stack(devices=["ft-sim"], journal=tmp_path_factory.mktemp("journal"),
+                  action_latency=1.0, env_extra=FAST_RECOVERY, tag="faults")
+    stack.start_all()
+    yield stack
+    stack.stop_all()
+
+
 @pytest.fixture
-def stack(demo, tmp_path, request):
+def stack(demo, processes):
     from celery import Celery
 
     from devices.host import RedisDeviceClient, set_device_client
 
     Device.objects.create(name="ft-sim", width=1080, height=2400)
-    stack = Stack(devices=["ft-sim"], journal=tmp_path / "journal", action_latency=1.0,
-                  env_extra=FAST_RECOVERY, tag=request.node.name[:40])
-    stack.start_all()
     redis_url = os.environ["KAIROS_TEST_REDIS_URL"]
     client = RedisDeviceClient(redis_url, timeout=20)
     set_device_client(client)
@@ -46,11 +58,10 @@ def stack(demo, tmp_path, request):
         lambda task_id, index: producer.send_task("agents.run_step", args=(task_id, index)))
     try:
         wait_for(lambda: _answers(client), what="the device host to answer")
-        yield stack
+        yield processes
     finally:
         services.set_step_scheduler(None)
         set_device_client(None)
-        stack.stop_all()
 
 
 def _answers(client) -> bool:
