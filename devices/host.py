@@ -167,7 +167,6 @@ class DeviceHost:
                 return oracle.answer(args.get("question", ""))
         raise DeviceError(f"unknown device host request '{op}'")
 
-
     def _perform(self, name: str, device: Any, args: dict[str, Any]) -> dict[str, Any]:
         """One action, at most once per step: a request naming a step (``origin``) that
         this phone already performed gets the first outcome back and nothing runs again

@@ -48,7 +48,6 @@ PHONES = ["chaos-1", "chaos-2", "chaos-3"]
 STALL, SWEEP, DEVICE_TIMEOUT = 4.0, 1.0, 3.0
 # The documented bound, plus a restarted worker's start-up on two loaded cores.
 BOUND = STALL + SWEEP + DEVICE_TIMEOUT + 25.0
-ACTIVE = ("running",)
 
 
 def free_port() -> int:
