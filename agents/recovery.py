@@ -87,7 +87,7 @@ def recover_task(task_id: Any, seen: datetime | None, now: datetime) -> str:
             services.schedule_step(task.id, task.cursor)
             return f"rescheduled step {task.cursor}"
     if step.status == StepStatus.EXECUTING:
-        return f"closed step {step.index} as unknown: " + \
+        return f"settled executing step {step.index}: " + \
             services.abandon_executing_step(task, step)
     return f"left alone (step {step.index} is {step.status})"
 

@@ -64,7 +64,7 @@ def test_a_step_the_phone_performed_before_the_worker_died_is_recorded_not_repea
     a_worker_dies_mid_action(task, phones, phone_acted=True)
     frame = phones.device("sim-1").frame_number
 
-    assert list(sweep_stalled_tasks().values()) == ["closed step 0 as unknown: executed"]
+    assert list(sweep_stalled_tasks().values()) == ["settled executing step 0: executed"]
 
     step = Step.objects.get(task=task, index=0)
     assert (step.status, step.outcome) == (StepStatus.DONE, "changed")
@@ -225,3 +225,22 @@ def test_the_embedded_worker_resumes_at_start_a_task_its_lost_broker_held(demo, 
         worker.stop(in_sighandler=False)
         connection.settings_dict["CONN_MAX_AGE"] = max_age
     assert Task.objects.get(id=task.id).status == TaskStatus.SUCCEEDED
+
+
+def test_a_step_whose_phone_cannot_be_asked_waits_for_a_person(demo, scripted, inline_steps,
+                                                               phones):
+    from devices.host import LocalDeviceClient, build_sim_host, set_device_client
+
+    task = ready_first_step(demo, scripted, inline_steps)
+    a_worker_dies_mid_action(task, phones, phone_acted=False)
+    set_device_client(LocalDeviceClient(build_sim_host(["another-phone"])))  # sim-1 is gone
+    try:
+        assert list(sweep_stalled_tasks().values()) == ["settled executing step 0: waiting"]
+    finally:
+        set_device_client(LocalDeviceClient(phones))
+
+    ticket = Ticket.objects.get(task=task)
+    assert ticket.reason == "device_error" and ticket.status == TicketStatus.OPEN
+    assert Step.objects.get(task=task, index=0).status == StepStatus.WAITING
+    assert Task.objects.get(id=task.id).status == TaskStatus.WAITING_OPERATOR
+    assert Message.objects.filter(task=task, text__contains="stopped answering").exists()
