@@ -144,11 +144,16 @@ def test_a_device_host_killed_keeps_the_phone_and_tells_the_user(demo, stack):
         assert ticket.reason == "device_error" and ticket.step_id == step.id
         assert Message.objects.filter(task=task, sender="system",
                                       text__contains="stopped answering").exists()
+        # The operator approves once the phone answers again (before, approving would
+        # only open another device_error ticket: the restarted host may still be starting).
+        wait_for(lambda: _answers(client), what="the restarted device host to answer")
         services.resolve_ticket(ticket, demo["admin"], "approve")
         task = wait_for(lambda: settled(task.id), timeout=120, what="the task to finish")
         # The restarted host restored the phone, so the approved action found its screen
         # and ran (on a phone started fresh it would have been cancelled).
-        assert Step.objects.get(id=step.id).status == StepStatus.DONE
+        settled_step = Step.objects.get(id=step.id)
+        assert settled_step.status == StepStatus.DONE, (
+            settled_step.outcome, list(task.tickets.values_list("reason", "status", "note")))
     assert task.is_finished, task.status
     assert_each_step_acted_at_most_once(stack, task)
 
