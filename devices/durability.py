@@ -8,9 +8,10 @@
   belongs to exactly one step and ran at most once; an admin can audit a phone with it.
 * ``<device>.state.json`` — each simulated phone's state after its last action or reset
   (the suite task it was reset to, its state variables, screen stack, dialog…) and the
-  steps it already performed, written atomically (temporary file, then rename). A
-  restarted host restores its phones from these, so a task goes on where it stopped
-  instead of on a phone that forgot everything.
+  steps it already performed, written atomically (temporary file, then rename) before the
+  action's log line. A restarted host restores its phones from these, so a task goes on
+  where it stopped instead of on a phone that forgot everything, and logs a last action
+  the kill kept out of the log.
 
 Pure Python (no Django): ``device_host --journal DIR`` turns it on; ``serve`` and
 ``device_host`` use ``KAIROS_VAR_DIR/devices`` by default.
@@ -72,21 +73,41 @@ class HostJournal:
                  "task": origin.get("task"), "step": origin.get("step"),
                  "action": action.to_json(), "ok": outcome.get("ok"),
                  "changed": outcome.get("changed")}
+        # The state (with this step among those performed) is saved before the log line:
+        # a kill between the two leaves a state whose last action the log lacks, and
+        # ``restore`` appends it. The other order would leave a logged action that a
+        # restored phone never saw, and the step would run again.
+        self._save_state(name, device, performed_steps, last=entry)
+        self._append(entry)
+
+    def reset(self, name: str, device: Any, suite: str, task: str,
+              performed_steps: dict[str, Any]) -> None:
+        self._resets[name] = (suite, task)
+        self._save_state(name, device, performed_steps)
+
+    def _append(self, entry: dict[str, Any]) -> None:
         line = json.dumps(entry, separators=(",", ":")) + "\n"
         with self._log_lock, open(self.log_path, "a", encoding="utf-8") as log:
             log.write(line)  # one write of one line: lines never interleave
-        self._save_state(name, device, performed_steps)
 
-    def reset(self, name: str, device: Any, suite: str, task: str) -> None:
-        self._resets[name] = (suite, task)
-        self._save_state(name, device, {})
+    def _logged(self, entry: dict[str, Any]) -> bool:
+        """Is ``entry`` among the log's last lines (the last 1 MiB)?"""
+        try:
+            with open(self.log_path, "rb") as log:
+                log.seek(max(0, log.seek(0, os.SEEK_END) - (1 << 20)))
+                tail = log.read().decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return False
+        mark = json.dumps(entry, separators=(",", ":"))
+        return mark in tail
 
     # --- the phones' states -------------------------------------------------------
     def _state_path(self, name: str) -> Path:
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
         return self.directory / f"{safe}.state.json"
 
-    def _save_state(self, name: str, device: Any, performed_steps: dict[str, Any]) -> None:
+    def _save_state(self, name: str, device: Any, performed_steps: dict[str, Any],
+                    last: dict[str, Any] | None = None) -> None:
         if getattr(device.info, "kind", "") != "sim":
             return  # a real phone keeps its own state
         snapshot = device.snapshot()
@@ -94,7 +115,7 @@ class HostJournal:
         data = {"version": STATE_VERSION, "device": name, "suite": suite, "task": task,
                 "var_names": list(snapshot.world.var_names),
                 "state": encode_sim_state(snapshot.state),
-                "performed": dict(list(performed_steps.items())[-1000:])}
+                "performed": dict(list(performed_steps.items())[-1000:]), "last": last}
         path = self._state_path(name)
         temporary = path.with_suffix(f".tmp{os.getpid()}")
         temporary.write_text(json.dumps(data), encoding="utf-8")
@@ -127,6 +148,8 @@ class HostJournal:
                 continue
             self._resets[name] = (data.get("suite") or "", data.get("task") or "")
             host._performed[name] = dict(data.get("performed") or {})
+            if data.get("last") and not self._logged(data["last"]):
+                self._append(data["last"])  # killed between saving the state and logging
             restored.append(name)
         return restored
 

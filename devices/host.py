@@ -151,7 +151,8 @@ class DeviceHost:
                 task = self._suite_task(args["suite"], args["task"]) if args.get("suite") else None
                 device.reset(task)
                 if self.journal is not None:
-                    self.journal.reset(name, device, args.get("suite") or "", args.get("task") or "")
+                    self.journal.reset(name, device, args.get("suite") or "",
+                                       args.get("task") or "", self._performed[name])
                 return True
             if op == "check":
                 return bool(device.check(self._suite_task(args["suite"], args["task"])))

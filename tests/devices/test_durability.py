@@ -61,3 +61,29 @@ def test_a_log_line_cut_by_a_kill_is_ignored(tmp_path):
     log = tmp_path / "actions.jsonl"
     log.write_text('{"task": "a", "step": 0}\n{"task": "a", "st')
     assert read_action_log(log) == [{"task": "a", "step": 0}]
+
+
+def test_a_kill_between_saving_the_state_and_logging_is_repaired_at_restore(tmp_path):
+    host = build_sim_host(["p1"])
+    attach_journal(host, tmp_path)
+    open_settings(host)
+    log = tmp_path / "actions.jsonl"
+    log.write_text("")  # as if killed after the state was saved, before the log line
+
+    again = build_sim_host(["p1"])
+    attach_journal(again, tmp_path)
+
+    assert [(e["task"], e["step"]) for e in read_action_log(log)] == [("t1", 0)]
+    assert again.device("p1").observe().app == "com.kairos.settings"
+    attach_journal(build_sim_host(["p1"]), tmp_path)  # a second restart adds nothing
+    assert len(read_action_log(log)) == 1
+
+
+def test_a_reset_keeps_the_steps_already_performed(tmp_path):
+    host = build_sim_host(["p1"])
+    attach_journal(host, tmp_path)
+    open_settings(host)
+    host.handle("p1", "reset", {})
+    again = build_sim_host(["p1"])
+    attach_journal(again, tmp_path)
+    assert again.handle("p1", "performed", {"origin": {"task": "t1", "step": 0}}) is not None
