@@ -204,20 +204,19 @@ def start_next_queued(device_id: Any) -> Task | None:
         _lock_device(device_id)
         if Task.objects.driving(device_id).exists():
             return None
-        for task in Task.objects.queued_on(device_id).select_related("device"):
-            try:
-                start_task(task)
-            except DeviceError as exc:  # its phone cannot be reset: it fails, the next goes
-                if Task.objects.filter(id=task.id, status=TaskStatus.QUEUED).update(
-                        status=TaskStatus.FAILED, finished_at=timezone.now(),
-                        error=f"could not prepare the phone: {exc}"[:2000]):
-                    task.refresh_from_db()
-                    events.task_updated(task)
-                continue
-            for waiting in Task.objects.queued_on(device_id).select_related("device"):
-                events.task_updated(waiting)  # everyone behind moved up one place
-            return task
-    return None
+        task = Task.objects.queued_on(device_id).select_related("device").first()
+        if task is None:
+            return None
+        try:
+            start_task(task)
+        except DeviceError as exc:
+            # The phone cannot be prepared (its device host is down): the task keeps its
+            # place, and the workers' stall sweep tries again (agents/recovery.py).
+            logger.warning("task %s stays queued: %s", task.id, exc)
+            return None
+        for waiting in Task.objects.queued_on(device_id).select_related("device"):
+            events.task_updated(waiting)  # everyone behind moved up one place
+        return task
 
 
 def start_task(task: Task) -> None:

@@ -163,3 +163,24 @@ def test_the_task_page_says_queued_and_its_position(client, demo, other_user, sc
     page = client.get(f"/tasks/{queued.id}/").content.decode()
     assert "Queued, position 1" in page
     assert not Ticket.objects.filter(task=queued).exists()
+
+
+def test_a_queued_task_whose_phone_cannot_be_prepared_keeps_its_place(demo, other_user,
+                                                                      inline_steps, phones):
+    from agents.recovery import sweep_stalled_tasks
+    from devices.host import LocalDeviceClient, build_sim_host, set_device_client
+    from devices.sim import find_suite
+
+    suite_task = find_suite("toggles").tasks[0]
+    set_device_client(LocalDeviceClient(build_sim_host(["another-phone"])))  # sim-1's host is down
+    try:
+        task = services.create_task(other_user, Device.objects.get(name="sim-1"),
+                                    suite_task.instruction, suite="toggles",
+                                    suite_task=suite_task.id)
+        assert (task.status, task.queue_position) == (TaskStatus.QUEUED, 1)
+    finally:
+        set_device_client(LocalDeviceClient(phones))
+
+    assert sweep_stalled_tasks() == {str(task.id): "started"}  # the host is back
+    assert Task.objects.get(id=task.id).status == TaskStatus.RUNNING
+    assert len(inline_steps.pending) == 1

@@ -30,7 +30,7 @@ def test_a_queued_task_shows_its_position_and_starts_when_the_phone_frees(login,
     task_id = start_task(page, kairos_server, "sim-1")
     expect(page.locator("#task-status")).to_have_text("Queued")
     expect(page.locator("#task-now")).to_have_text(
-        "Queued, position 1 — the phone is busy with another task.")
+        "Queued, position 1 — waiting for the phone.")
 
     kairos_server.api("POST", f"/api/tasks/{first['id']}/abort", operator)
 
