@@ -47,7 +47,7 @@ def task_summary(task: Any) -> dict[str, Any]:
         "device": task.device.name, "device_id": str(task.device_id),
         "threshold": task.threshold, "success": task.success, "cursor": task.cursor,
         "interventions": task.interventions, "clarifications": task.clarifications,
-        "error": task.error,
+        "error": task.error, "queue_position": task.queue_position,
     }
 
 

@@ -7,6 +7,7 @@ does nothing twice.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -28,6 +29,21 @@ ACTIVE_TASK_STATUSES = (
     TaskStatus.WAITING_USER, TaskStatus.TAKEN_OVER,
 )
 FINISHED_TASK_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.ABORTED)
+# A task in one of these holds its phone: one drives a phone at a time, others queue.
+DRIVING_TASK_STATUSES = (
+    TaskStatus.RUNNING, TaskStatus.WAITING_OPERATOR, TaskStatus.WAITING_USER,
+    TaskStatus.TAKEN_OVER,
+)
+
+
+class TaskQuerySet(models.QuerySet):
+    def driving(self, device: Any) -> "TaskQuerySet":
+        """The task that currently drives ``device`` (a Device or its id): at most one."""
+        return self.filter(device=device, status__in=DRIVING_TASK_STATUSES)
+
+    def queued_on(self, device: Any) -> "TaskQuerySet":
+        """Tasks waiting for ``device`` to free, first come first served."""
+        return self.filter(device=device, status=TaskStatus.QUEUED).order_by("created_at", "id")
 
 
 class Task(models.Model):
@@ -57,6 +73,12 @@ class Task(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # When the agent last moved: a step scheduled or an action started. Every change goes
+    # through a conditional UPDATE (which ``auto_now`` does not see), so the stall sweep
+    # (agents/recovery.py) reads this instead of ``updated_at``.
+    progressed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TaskQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -68,6 +90,16 @@ class Task(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in FINISHED_TASK_STATUSES
+
+    @property
+    def queue_position(self) -> int | None:
+        """1 for the next task to get the phone, 2 behind it…; None unless queued."""
+        if self.status != TaskStatus.QUEUED:
+            return None
+        ahead = Task.objects.queued_on(self.device_id).filter(
+            models.Q(created_at__lt=self.created_at)
+            | models.Q(created_at=self.created_at, id__lt=self.id))
+        return ahead.count() + 1
 
     @property
     def goal(self) -> str:

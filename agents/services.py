@@ -28,11 +28,12 @@ from agents.models import (
     TaskStatus, Ticket, TicketKind, TicketReason, TicketStatus, TrainingRecord,
 )
 from devices.actions import (
-    COMPLETE, IMPOSSIBLE, TERMINAL_TYPES, Action, ActionError, text_problem, validate_action,
+    COMPLETE, IMPOSSIBLE, TERMINAL_TYPES, Action, ActionError, ActionOutcome, text_problem,
+    validate_action,
 )
 from devices.host import DeviceError, get_device_client
 from devices.models import Device
-from devices.uitree import nodes_from_json
+from devices.uitree import nodes_from_json, screen_signature
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,12 @@ class Forbidden(ServiceError):
 
 class Conflict(ServiceError):
     status = 409
+
+
+class DeviceUnavailable(ServiceError):
+    """The phone did not answer: nothing is wrong with the request; try again later."""
+
+    status = 503
 
 
 # --- roles ---------------------------------------------------------------------------
@@ -224,18 +231,51 @@ def create_task(
     if backend == "oracle" and not suite:
         raise ServiceError("the oracle backend needs a suite task")
     with transaction.atomic():
+        # The phone's row is locked before the task is inserted, so two tasks created at
+        # once for a free phone cannot both see it free and both start.
+        _lock_device(device.id)
         task = Task.objects.create(
             owner=owner, device=device, instruction=instruction, threshold=threshold,
             backend=backend, suite=suite, suite_task=suite_task,
             max_steps=max_steps or settings.KAIROS_MAX_STEPS,
         )
-        if start:
-            start_task(task)
+        # One task drives a phone at a time; the others queue, first come first served.
+        if start and start_next_queued(device.id) is None:
+            events.task_updated(task)  # queued: it starts when the phone frees
+    task.refresh_from_db()
     return task
 
 
+def _lock_device(device_id: Any) -> None:
+    """Serialise who drives a phone (call inside a transaction). ``FOR NO KEY UPDATE``:
+    it does not wait for the key-share locks that inserting a task for it takes."""
+    list(Device.objects.select_for_update(no_key=True).filter(id=device_id).values_list("id"))
+
+
+def start_next_queued(device_id: Any) -> Task | None:
+    """The phone has freed: start the oldest task queued for it, if any (FIFO)."""
+    with transaction.atomic():
+        _lock_device(device_id)
+        if Task.objects.driving(device_id).exists():
+            return None
+        task = Task.objects.queued_on(device_id).select_related("device").first()
+        if task is None:
+            return None
+        try:
+            start_task(task)
+        except DeviceError as exc:
+            # The phone cannot be prepared (its device host is down): the task keeps its
+            # place, and the workers' stall sweep tries again (agents/recovery.py).
+            logger.warning("task %s stays queued: %s", task.id, exc)
+            return None
+        for waiting in Task.objects.queued_on(device_id).select_related("device"):
+            events.task_updated(waiting)  # everyone behind moved up one place
+        return task
+
+
 def start_task(task: Task) -> None:
-    """QUEUED → RUNNING, then the first step is scheduled after commit."""
+    """QUEUED → RUNNING, then the first step is scheduled after commit. The caller has
+    checked that the phone is free (``create_task``, ``start_next_queued``)."""
     if task.suite and task.suite_task:
         # A suite task starts from its own initial state, like AndroidWorld's set-up.
         get_device_client().reset(task.device.name, task.suite, task.suite_task)
@@ -268,6 +308,12 @@ def set_step_scheduler(scheduler: Callable[[str, int], None] | None
 
 
 def schedule_step(task_id: Any, index: int) -> None:
+    """Send step ``index`` to a worker after commit, and mark the task as moving.
+
+    ``progressed_at`` is what the stall sweep (agents/recovery.py) reads: a message lost
+    with a killed worker leaves it behind, and the sweep schedules the step again.
+    """
+    Task.objects.filter(id=task_id).update(progressed_at=timezone.now())
     scheduler = _scheduler
     transaction.on_commit(lambda: scheduler(str(task_id), index))
 
@@ -346,12 +392,7 @@ def run_step(task_id: Any, index: int) -> str:
                        StepStatus.CANCELLED):
         return "waiting" if step.status == StepStatus.WAITING else "stale"
     if step.status == StepStatus.EXECUTING:
-        # A worker died mid-action: the device may or may not have acted, so the action
-        # is never repeated; the next step observes the screen as it is.
-        with transaction.atomic():
-            Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
-                status=StepStatus.DONE, outcome="unknown: worker stopped during the action")
-            return _advance(task, index)
+        return abandon_executing_step(task, step)
     return execute_step(task, step)
 
 
@@ -374,8 +415,7 @@ def _propose_step(task: Task, index: int) -> Step | None:
                 step = Step.objects.create(task=task, index=index, status=StepStatus.WAITING)
             except IntegrityError:
                 return None
-            open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.DEVICE_ERROR,
-                        note=str(exc))
+            _device_error_ticket(task, step, str(exc))
         return step
     observed = time.perf_counter()
     ctx = StepContext(
@@ -429,11 +469,19 @@ def _propose_step(task: Task, index: int) -> Step | None:
 
 
 def execute_step(task: Task, step: Step) -> str:
-    """Run the step's decided action once; a second delivery finds it claimed."""
+    """Run the step's decided action once; a second delivery finds it claimed.
+
+    A step a person decided (it had a ticket) waited while the phone may have moved on:
+    the host is asked first whether it already performed this step (a worker that timed
+    out on a slow host), then the screen is observed again, and an action decided for
+    another screen is not run (issue 11, item 7): the step is cancelled and the agent
+    looks again, opening a new ticket on the new screen if it is unsure.
+    """
     won = Step.objects.filter(id=step.id, status__in=(StepStatus.READY, StepStatus.PROPOSED)
                               ).update(status=StepStatus.EXECUTING)
     if not won:
         return "duplicate"
+    Task.objects.filter(id=task.id).update(progressed_at=timezone.now())
     action = validate_action(step.executed_action)
     assert isinstance(action, Action), "only validated actions are stored for execution"
     if action.type in TERMINAL_TYPES:
@@ -442,33 +490,118 @@ def execute_step(task: Task, step: Step) -> str:
                                                executed_at=timezone.now())
         _finish_on(task, action)
         return "finished"
-    nodes = nodes_from_json(step.ui_nodes) if step.ui_nodes else []
-    target = loop.target_node(action, nodes)
+    client = get_device_client()
+    origin = _origin(task, step)
     started = time.perf_counter()
     try:
-        outcome = get_device_client().perform(task.device.name, action)
+        outcome = None
+        if step.tickets.exists():
+            recorded = client.performed(task.device.name, origin)
+            if recorded is not None:
+                outcome = _outcome(recorded)
+            elif step.ui_nodes and screen_signature(nodes_from_json(step.ui_nodes)) != \
+                    screen_signature(client.observe(task.device.name).nodes):
+                return _skip_moved_screen(task, step)
+        if outcome is None:
+            outcome = client.perform(task.device.name, action, origin=origin)
     except DeviceError as exc:
         with transaction.atomic():
-            Step.objects.filter(id=step.id).update(status=StepStatus.WAITING,
-                                                   outcome=f"error: {exc}"[:255])
-            Task.objects.filter(id=task.id, status=TaskStatus.RUNNING).update(
-                status=TaskStatus.WAITING_OPERATOR)
-            open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.DEVICE_ERROR,
-                        note=str(exc), set_status=False)
+            # Conditional: the stall sweep may have closed a step this slow already.
+            if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                    status=StepStatus.WAITING, outcome=f"error: {exc}"[:255]):
+                return "stale"
+            _device_error_ticket(task, step, str(exc))
         return "waiting"
+    return _record_outcome(task, step, action, outcome, started)
+
+
+def _origin(task: Task, step: Step) -> dict[str, Any]:
+    """The ids the device host files a step's action under (at most once per step)."""
+    return {"task": str(task.id), "step": step.index}
+
+
+def _outcome(data: dict[str, Any]) -> ActionOutcome:
+    return ActionOutcome(ok=data["ok"], changed=data["changed"], error=data.get("error"),
+                         details=data.get("details") or {})
+
+
+def _device_error_ticket(task: Task, step: Step, note: str) -> None:
+    """The phone could not be reached for ``step`` (now waiting): a person decides."""
+    Task.objects.filter(id=task.id, status=TaskStatus.RUNNING).update(
+        status=TaskStatus.WAITING_OPERATOR)
+    open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.DEVICE_ERROR,
+                note=note, set_status=False)
+    # The owner hears it from the task chat, not only from a status badge.
+    message = Message.objects.create(
+        task=task, sender=Message.Sender.SYSTEM,
+        text="The phone stopped answering, so an operator has been asked to check it. "
+             "The task goes on once they have.")
+    events.chat_message(message)
+
+
+def _record_outcome(task: Task, step: Step, action: Action, outcome: ActionOutcome,
+                    started: float) -> str:
+    nodes = nodes_from_json(step.ui_nodes) if step.ui_nodes else []
+    target = loop.target_node(action, nodes)
     excluded = set(task.excluded_elements)
     loop.reflect(action, outcome.changed, target, excluded)
     entry = loop.history_entry(step.index, action, step.decided_by, outcome.changed, target)
     with transaction.atomic():
-        Step.objects.filter(id=step.id).update(
+        if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
             status=StepStatus.DONE, screen_changed=outcome.changed,
             outcome=("changed" if outcome.changed else "unchanged") if outcome.ok
             else f"error: {outcome.error}"[:255],
             summary=entry.summary[:255], execute_ms=(time.perf_counter() - started) * 1000,
             executed_at=timezone.now(),
-        )
+        ):
+            return "stale"  # the stall sweep closed it and moved on meanwhile
         result = _advance(task, step.index, excluded)
     return "executed" if result == "scheduled" else result
+
+
+def _skip_moved_screen(task: Task, step: Step) -> str:
+    with transaction.atomic():
+        if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                status=StepStatus.CANCELLED,
+                outcome="not run: the screen changed after the action was decided"):
+            return "stale"
+        message = Message.objects.create(
+            task=task, sender=Message.Sender.SYSTEM,
+            text="The phone's screen changed before the chosen action could run, so it was "
+                 "not run. The agent looks at the screen again.")
+        events.chat_message(message)
+        return _advance(task, step.index)
+
+
+def abandon_executing_step(task: Task, step: Step) -> str:
+    """A worker died mid-action (a redelivered message, or the stall sweep found it).
+
+    The device host is asked whether it performed the step: it answers in turn with this
+    phone's other requests, after an earlier perform of it finished or expired. Performed:
+    the step is recorded as done. Not performed: the step is cancelled and the next step
+    observes the screen again, so the action is never run twice. The host unreachable: the
+    step waits for a person with a ``device_error`` ticket.
+    """
+    try:
+        recorded = get_device_client().performed(task.device.name, _origin(task, step))
+    except DeviceError as exc:
+        with transaction.atomic():
+            if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                    status=StepStatus.WAITING,
+                    outcome="unknown: the worker stopped during the action"):
+                return "stale"
+            _device_error_ticket(task, step, f"the worker stopped during the action, and "
+                                             f"the phone cannot be asked whether it acted: {exc}")
+        return "waiting"
+    action = validate_action(step.executed_action)
+    if recorded is not None and isinstance(action, Action):
+        return _record_outcome(task, step, action, _outcome(recorded), time.perf_counter())
+    with transaction.atomic():
+        if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                status=StepStatus.CANCELLED,
+                outcome="not run: the worker stopped before the phone acted"):
+            return "stale"
+        return _advance(task, step.index)
 
 
 def _advance(task: Task, index: int, excluded: set[str] | None = None) -> str:
@@ -506,11 +639,13 @@ def _finish_on(task: Task, action: Action) -> None:
 
 
 def finish_task(task: Task, status: str, *, success: bool | None = None, error: str = "") -> bool:
+    """End a task (terminal ``status``); its phone goes to the next queued task."""
     with transaction.atomic():
         won = Task.objects.filter(id=task.id, status__in=ACTIVE_TASK_STATUSES).update(
             status=status, success=success, error=error, finished_at=timezone.now())
         if not won:
             return False
+        transaction.on_commit(lambda: _start_next_after(task.device_id))
         for ticket in Ticket.objects.filter(task=task, status__in=(TicketStatus.OPEN,
                                                                    TicketStatus.CLAIMED)):
             if Ticket.objects.filter(id=ticket.id, status=ticket.status).update(
@@ -520,6 +655,15 @@ def finish_task(task: Task, status: str, *, success: bool | None = None, error: 
         task.refresh_from_db()
         events.task_updated(task)
     return True
+
+
+def _start_next_after(device_id: Any) -> None:
+    # After the finishing transaction commits, so a queued suite task's phone reset and
+    # first step never hang on the transaction that freed the phone.
+    try:
+        start_next_queued(device_id)
+    except Exception:  # the stall sweep starts it later; the finish itself stands
+        logger.exception("could not start the next task queued for device %s", device_id)
 
 
 # --- tickets -------------------------------------------------------------------------
@@ -729,7 +873,13 @@ def check_takeover_holder(task: Task, user: Any) -> Ticket:
 
 
 def operator_input(task: Task, user: Any, action: Any) -> Step:
-    """One input of an operator in control, executed and recorded as an operator step."""
+    """One input of an operator in control, executed and recorded as an operator step.
+
+    Inputs are serialised on the task's row (``SELECT … FOR UPDATE``): three sent at once
+    used to pick the same step index, and two of them failed on the unique index and
+    were lost (issue 11, item 8). Each now waits its turn and runs in the order it got
+    the lock, as the phone executes them anyway.
+    """
     check_takeover_holder(task, user)
     checked = validate_action(action, (task.device.width, task.device.height))
     if isinstance(checked, ActionError):
@@ -737,9 +887,16 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
     if checked.type in TERMINAL_TYPES:
         raise ServiceError("hand the task back, or abort it, instead of COMPLETE/IMPOSSIBLE")
     client = get_device_client()
-    observation = client.observe(task.device.name)
     with transaction.atomic():
-        index = task.steps.count() and (task.steps.order_by("-index").first().index + 1)
+        task = Task.objects.select_for_update(of=("self",)).select_related("device").get(
+            id=task.id)
+        check_takeover_holder(task, user)  # again, under the lock: it may have just ended
+        last = task.steps.order_by("-index").values_list("index", flat=True).first()
+        index = 0 if last is None else last + 1
+        try:
+            observation = client.observe(task.device.name)
+        except DeviceError as exc:
+            raise DeviceUnavailable(str(exc)) from None
         step = Step.objects.create(
             task=task, index=index, frame=observation.frame, screen_width=observation.width,
             screen_height=observation.height, app=observation.app,
@@ -748,15 +905,30 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
             status=StepStatus.EXECUTING,
         )
         step.screenshot.save(f"{task.id}-{index}.jpg", ContentFile(observation.jpeg), save=True)
-    outcome = client.perform(task.device.name, checked)
-    target = loop.target_node(checked, observation.nodes)
-    entry = loop.history_entry(index, checked, DecidedBy.OPERATOR, outcome.changed, target)
-    Step.objects.filter(id=step.id).update(
-        status=StepStatus.DONE, screen_changed=outcome.changed, summary=entry.summary[:255],
-        outcome="changed" if outcome.changed else "unchanged", executed_at=timezone.now())
-    Task.objects.filter(id=task.id).update(cursor=index + 1)
-    task.refresh_from_db()
-    events.task_updated(task)
+        try:
+            outcome = client.perform(task.device.name, checked,
+                                     origin={"task": str(task.id), "step": index})
+        except DeviceError as exc:
+            # Kept, not rolled back: the phone may have acted, and the host files the
+            # action under this step's index, which must not be given to another input.
+            Step.objects.filter(id=step.id).update(status=StepStatus.DONE,
+                                                   outcome=f"unknown: {exc}"[:255])
+            error = DeviceUnavailable(str(exc))
+        else:
+            error = None
+            target = loop.target_node(checked, observation.nodes)
+            entry = loop.history_entry(index, checked, DecidedBy.OPERATOR, outcome.changed,
+                                       target)
+            Step.objects.filter(id=step.id).update(
+                status=StepStatus.DONE, screen_changed=outcome.changed,
+                summary=entry.summary[:255],
+                outcome="changed" if outcome.changed else "unchanged",
+                executed_at=timezone.now())
+        Task.objects.filter(id=task.id).update(cursor=index + 1)
+        task.refresh_from_db()
+        events.task_updated(task)
+    if error is not None:
+        raise error
     step.refresh_from_db()
     return step
 
@@ -764,6 +936,8 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
 def hand_back(task: Task, user: Any) -> Task:
     check_takeover_holder(task, user)
     with transaction.atomic():
+        # Under the task's lock, like inputs: the next step's index is after the last input.
+        list(Task.objects.select_for_update(of=("self",)).filter(id=task.id).values_list("id"))
         next_index = (task.steps.order_by("-index").values_list("index", flat=True).first() or 0) + 1
         won = Task.objects.filter(id=task.id, status=TaskStatus.TAKEN_OVER).update(
             status=TaskStatus.RUNNING, cursor=next_index)

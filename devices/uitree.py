@@ -251,3 +251,17 @@ def node_at(nodes: list[UINode], x: int, y: int, *, clickable_only: bool = False
         if best is None or node.area <= best.area:
             best = node
     return best
+
+
+SYSTEM_UI_PACKAGE = "com.android.systemui"
+
+
+def screen_signature(nodes: Iterable[UINode]) -> tuple:
+    """What makes two screens the same screen for an action decided on one of them: every
+    app node's kind, texts, id, place and state. The system UI (status bar clock, battery,
+    navigation bar) is left out: it changes by itself while a ticket waits. Frame numbers
+    are not compared either: they restart with the device host."""
+    return tuple((n.cls, n.text, n.content_desc, n.resource_id, tuple(n.bounds), n.checked,
+                  n.enabled, n.selected, n.focused) for n in nodes
+                 if n.package != SYSTEM_UI_PACKAGE
+                 and not n.resource_id.startswith(SYSTEM_UI_PACKAGE + ":"))

@@ -226,6 +226,13 @@ if KAIROS_ORACLE_BUDGET < 1:
     raise ImproperlyConfigured("KAIROS_ORACLE_BUDGET must be at least 1")
 KAIROS_DEVICE_TIMEOUT = envfloat("KAIROS_DEVICE_TIMEOUT", 10.0)
 KAIROS_CLARIFICATION_TIMEOUT = envfloat("KAIROS_CLARIFICATION_TIMEOUT", 300.0)
+# A running task whose step was scheduled or started this long ago without moving is
+# recovered by the workers' stall sweep (agents/recovery.py), which runs this often.
+KAIROS_STALL_SECONDS = envfloat("KAIROS_STALL_SECONDS", 60.0)
+KAIROS_SWEEP_INTERVAL = envfloat("KAIROS_SWEEP_INTERVAL", 10.0)
+if KAIROS_STALL_SECONDS <= KAIROS_DEVICE_TIMEOUT:
+    # An action still in flight must never be taken for a dead one.
+    raise ImproperlyConfigured("KAIROS_STALL_SECONDS must be longer than KAIROS_DEVICE_TIMEOUT")
 KAIROS_SIM_DEVICES = [
     n.strip() for n in os.environ.get("KAIROS_SIM_DEVICES", "sim-1,sim-2").split(",") if n.strip()
 ]

@@ -56,6 +56,7 @@ from agents.scoring import (
 )
 from agents.tokens import TokenUsage, measure_call
 from devices.actions import POINT_TYPES, Action, Screen, action_to_text
+from devices.deadline import DeadlinePassed, call_within
 from devices.uitree import UINode, node_at
 
 __all__ = [
@@ -174,6 +175,7 @@ class OpenAIBackend:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float | None = None,
+        deadline: float | None = None,
         max_retries: int | None = None,
         backoff: float = 0.5,
         backoff_max: float = 8.0,
@@ -205,10 +207,17 @@ class OpenAIBackend:
             self.api_key = "not-needed"
         self.model = model or _env(env, "KAIROS_LLM_MODEL", DEFAULT_MODEL) or DEFAULT_MODEL
         self.critic_model = critic_model or _env(env, "KAIROS_LLM_CRITIC_MODEL") or self.model
+        # Deadlines, not per-read timeouts (issue 11, item 9): an endpoint that trickles a
+        # byte now and then never trips a read timeout. ``timeout`` bounds one request as a
+        # whole; ``deadline`` the whole call, retries and backoff included.
         self.timeout = timeout if timeout is not None else _env_float(env, "KAIROS_LLM_TIMEOUT", 60.0)
         retries = max_retries if max_retries is not None else int(
             _env_float(env, "KAIROS_LLM_MAX_RETRIES", 3))
         self.retry = RetryPolicy(max(0, retries), max(0.0, backoff), max(0.0, backoff_max))
+        every_attempt = self.timeout * (self.retry.max_retries + 1) + \
+            self.retry.backoff_max * self.retry.max_retries
+        self.deadline = deadline if deadline is not None else _env_float(
+            env, "KAIROS_LLM_DEADLINE", every_attempt)
         self.image_long_side = int(image_long_side if image_long_side is not None
                                    else _env_float(env, "KAIROS_LLM_IMAGE_SIDE", 1024))
         self.image_detail = image_detail or _env(env, "KAIROS_LLM_IMAGE_DETAIL")
@@ -286,10 +295,25 @@ class OpenAIBackend:
             kwargs["extra_body"] = self.extra_body
         attempts = self.retry.max_retries + 1
         last = ""
+        deadline = time.monotonic() + self.deadline
         for attempt in range(attempts):
             retry_after: float | None = None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                last = f"{last}; no answer within the call's deadline of {self.deadline:g} s"
+                attempts = attempt
+                break
             try:
-                response = self.client.chat.completions.create(**kwargs)
+                client = self.client
+                bound = min(self.timeout, remaining)
+                response = call_within(bound, lambda: client.chat.completions.create(**kwargs),
+                                       name="model-call")
+            except DeadlinePassed:
+                # The abandoned request's thread ends at the server's next byte: its client
+                # is closed, and the next attempt opens a fresh one.
+                self._client = None
+                client.close()
+                last = f"timed out: no complete answer within {bound:g} s"
             except openai.APIStatusError as exc:
                 last = f"HTTP {exc.status_code}: {_error_text(exc)}"
                 if logprobs and exc.status_code == 400 and "logprob" in last.lower():
@@ -313,7 +337,8 @@ class OpenAIBackend:
             else:
                 return self._read(response, messages, image_sizes, model or self.model)
             if attempt + 1 < attempts:
-                delay = self.retry.delay(attempt, retry_after)
+                delay = min(self.retry.delay(attempt, retry_after),
+                            max(0.0, deadline - time.monotonic()))
                 log.warning("model call failed (%s); retry %d/%d in %.2f s",
                             last, attempt + 1, self.retry.max_retries, delay)
                 time.sleep(delay)

@@ -28,6 +28,10 @@ class EmbeddedServices:
         if not settings.EMBEDDED:
             return
         host = get_local_host()
+        if host.journal is None:  # the phones keep their state across restarts of serve
+            from devices.host import attach_journal
+
+            await asyncio.to_thread(attach_journal, host, settings.VAR_DIR / "devices")
         for name in host.devices:
             asyncio.get_running_loop().create_task(self._publish(host.device(name), name))
         self._start_worker()

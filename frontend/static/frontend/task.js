@@ -60,7 +60,10 @@
 
   function nowText(task, steps) {
     switch (task.status) {
-      case "queued": return "Waiting to start…";
+      case "queued":
+        // One task drives a phone at a time: this one waits for the tasks ahead of it.
+        return task.queue_position ? "Queued, position " + task.queue_position +
+          " — waiting for the phone." : "Waiting to start…";
       case "waiting_user": return "Waiting for your answer in the chat.";
       case "waiting_operator": return "An operator is checking the next step.";
       case "taken_over": return "An operator is using the phone for you.";
