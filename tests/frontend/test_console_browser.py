@@ -5,6 +5,7 @@ backend is below γ and opens a ticket: the agent waits for a person at every st
 """
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from typing import Any
@@ -223,3 +224,49 @@ def test_a_ticket_opened_while_the_queue_catches_up_is_not_lost(
     assert "task" in created, "the console never asked for the open tickets"
     row = page.locator("#queue tbody tr[data-ticket-id]", has_text=created["task"]["instruction"])
     expect(row).to_have_count(1)
+
+
+def test_a_take_over_tap_lands_on_the_element_under_the_pointer(
+        login, kairos_server, operator_token, task_factory):
+    """The page at the top of a 1280×900 window: the tap must reach the element clicked,
+    even though the live screen is taller than what is visible (issue 15, item 1)."""
+    page = login("operator")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(kairos_server.url + "/console/")
+    task = task_factory("Set an alarm for 7:40 in Clock")
+    ticket_id = open_ticket(page, queue_row(page, task))
+    page.get_by_role("button", name="Take over", exact=True).click()
+    live = page.locator("#live-img")
+    expect(live).to_have_attribute("data-frames", re.compile(r"\d+"), timeout=TIMEOUT)
+    page.evaluate("window.scrollTo(0, 0)")
+
+    # An element of the (unchanged) screen, visible in the window as the page stands.
+    nodes = json.loads(kairos_server.manage("shell", "-c", (
+        "import json\n"
+        "from agents.models import Ticket\n"
+        "from devices.uitree import nodes_from_json\n"
+        f"step = Ticket.objects.get(id='{ticket_id}').step\n"
+        "print(json.dumps([n.center for n in nodes_from_json(step.ui_nodes) if n.clickable]))\n")).splitlines()[-1])
+    box = live.bounding_box()
+    target = None
+    for x, y in nodes:
+        vx, vy = box["x"] + x / 1080 * box["width"], box["y"] + y / 2400 * box["height"]
+        if 0 < vy < 880 and y > 300:
+            target = (x, y, vx, vy)
+            break
+    assert target is not None, "no element of the screen is visible in the window"
+    page.mouse.click(target[2], target[3])
+    expect(page.locator("#timeline li[data-step]")).to_have_count(1, timeout=TIMEOUT)
+
+    # After a scroll of the page the mapping follows the image where it now is.
+    page.evaluate("window.scrollBy(0, 120)")
+    box = live.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
+    expect(page.locator("#timeline li[data-step]")).to_have_count(2, timeout=TIMEOUT)
+
+    _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+    taps = [s["action"] for s in detail["steps"] if s["by"] == "operator"]
+    assert taps[0]["type"] == "CLICK"
+    assert abs(taps[0]["x"] - target[0]) <= 0.01 * 1080, (taps[0], target)
+    assert abs(taps[0]["y"] - target[1]) <= 0.01 * 2400, (taps[0], target)
+    assert abs(taps[1]["x"] - 540) <= 0.01 * 1080 and abs(taps[1]["y"] - 1200) <= 0.01 * 2400, taps[1]

@@ -405,13 +405,24 @@
       };
       const screen = $("live-screen");
       let down = null;
+      // The point is mapped from where the image is drawn at the moment of the event,
+      // before anything (focus, a layout shift) can move it; with object-fit: contain the
+      // frame may be letterboxed inside the <img> box, so the drawn frame is used.
       const toDevice = (e) => {
+        const w = remote.meta.width || img.naturalWidth || 1080;
+        const h = remote.meta.height || img.naturalHeight || 2400;
         const r = img.getBoundingClientRect();
-        const w = remote.meta.width || 1080, h = remote.meta.height || 2400;
-        return {x: Math.max(0, Math.min(w - 1, Math.round((e.clientX - r.left) / r.width * w))),
-                y: Math.max(0, Math.min(h - 1, Math.round((e.clientY - r.top) / r.height * h)))};
+        const scale = Math.min(r.width / w, r.height / h);
+        const left = r.left + (r.width - w * scale) / 2, top = r.top + (r.height - h * scale) / 2;
+        return {x: Math.max(0, Math.min(w - 1, Math.round((e.clientX - left) / scale))),
+                y: Math.max(0, Math.min(h - 1, Math.round((e.clientY - top) / scale)))};
       };
-      screen.addEventListener("pointerdown", (e) => { e.preventDefault(); screen.focus(); down = {e, at: Date.now(), p: toDevice(e)}; });
+      screen.addEventListener("pointerdown", (e) => {
+        e.preventDefault();
+        const p = toDevice(e);
+        screen.focus({preventScroll: true});  // focusing must not scroll the page under the finger
+        down = {e, at: Date.now(), p};
+      });
       screen.addEventListener("pointerup", (e) => {
         if (!down) return;
         const dx = e.clientX - down.e.clientX, dy = e.clientY - down.e.clientY;
