@@ -10,6 +10,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Callable
 
 from django.conf import settings
@@ -494,16 +495,46 @@ def open_clarification(task: Task, step: Step, question: str, options: list[str]
     return ticket
 
 
+def _stale_claim() -> Q:
+    """A claim whose holder has shown no sign of life for KAIROS_CLAIM_TIMEOUT seconds.
+
+    An operator's open ticket page renews its claim while they work; a closed laptop or a
+    crashed browser cannot release it, so after the timeout anyone may take it.
+    """
+    cutoff = timezone.now() - timedelta(seconds=float(settings.KAIROS_CLAIM_TIMEOUT))
+    return Q(status=TicketStatus.CLAIMED, claimed_at__lt=cutoff)
+
+
 def claim_ticket(ticket: Ticket, user: Any) -> Ticket:
+    """Take ``ticket`` for ``user``; the holder claiming again renews the claim."""
     with transaction.atomic():
-        won = Ticket.objects.filter(id=ticket.id, status=TicketStatus.OPEN).update(
-            status=TicketStatus.CLAIMED, assignee=user, claimed_at=timezone.now())
+        won = Ticket.objects.filter(
+            Q(status=TicketStatus.OPEN) | Q(status=TicketStatus.CLAIMED, assignee=user)
+            | _stale_claim(), id=ticket.id,
+        ).update(status=TicketStatus.CLAIMED, assignee=user, claimed_at=timezone.now())
+        was = (ticket.status, ticket.assignee_id)
         ticket.refresh_from_db()
         if not won:
-            if ticket.status == TicketStatus.CLAIMED and ticket.assignee_id == user.pk:
-                return ticket
             if ticket.status == TicketStatus.CLAIMED:
                 raise Conflict(f"{ticket.assignee} holds this ticket")
+            raise Conflict(f"this ticket is already {ticket.status}")
+        if was != (TicketStatus.CLAIMED, user.pk):
+            events.ticket_claimed(ticket)
+    return ticket
+
+
+def reassign_ticket(ticket: Ticket, admin: Any, to_user: Any) -> Ticket:
+    """An admin gives a still-open ticket to ``to_user`` (an operator), whoever holds it."""
+    if not is_admin(admin):
+        raise Forbidden("only admins reassign tickets")
+    if to_user is None or not is_operator(to_user):
+        raise ServiceError("tickets can only be given to an operator")
+    with transaction.atomic():
+        won = Ticket.objects.filter(
+            id=ticket.id, status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED),
+        ).update(status=TicketStatus.CLAIMED, assignee=to_user, claimed_at=timezone.now())
+        ticket.refresh_from_db()
+        if not won:
             raise Conflict(f"this ticket is already {ticket.status}")
         events.ticket_claimed(ticket)
     return ticket
@@ -560,8 +591,8 @@ def resolve_ticket(ticket: Ticket, user: Any, decision: Any, action: Any = None,
     now = timezone.now()
     with transaction.atomic():
         won = Ticket.objects.filter(
-            Q(status=TicketStatus.OPEN) | Q(status=TicketStatus.CLAIMED, assignee=user),
-            id=ticket.id,
+            Q(status=TicketStatus.OPEN) | Q(status=TicketStatus.CLAIMED, assignee=user)
+            | _stale_claim(), id=ticket.id,
         ).update(status=TicketStatus.RESOLVED, decision=resolution.decision,
                  human_action=resolution.action.to_json() if resolution.action else None,
                  answer=resolution.answer, resolved_by=user, resolved_at=now,

@@ -5,6 +5,7 @@ from functools import wraps
 from typing import Any, Callable
 
 from django.conf import settings
+from django.db.models import Q
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -128,7 +129,18 @@ def ticket_detail(request: HttpRequest, ticket_id: Any) -> HttpResponse:
         "history": ticket.task.steps.filter(status="done").order_by("index"),
         "chat": ticket.task.messages.select_related("author"),
         "candidates": _candidates(step),
+        "is_admin": services.is_admin(request.user),
+        "operators": _operators() if services.is_admin(request.user) else [],
+        "claim_timeout": int(settings.KAIROS_CLAIM_TIMEOUT),
     })
+
+
+def _operators() -> list[str]:
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects.filter(is_active=True).filter(
+        Q(is_superuser=True) | Q(groups__name__in=("operators", "admins"))).distinct()
+    return sorted(u.get_username() for u in users)
 
 
 def _candidates(step: Any) -> list[dict[str, Any]]:
@@ -158,6 +170,14 @@ def ticket_action(request: HttpRequest, ticket_id: Any) -> HttpResponse:
         if decision == "release":
             services.release_ticket(ticket, request.user)
             return redirect("console")
+        if decision == "reassign":
+            from django.contrib.auth import get_user_model
+
+            to_user = get_user_model().objects.filter(
+                username=request.POST.get("assignee", "")).first()
+            services.reassign_ticket(ticket, request.user, to_user)
+            messages.success(request, f"Ticket given to {to_user}.")
+            return redirect("ticket_detail", ticket_id=ticket.id)
         action = None
         if decision == "edit":
             action = {"type": request.POST.get("type", "CLICK")}

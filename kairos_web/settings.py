@@ -195,6 +195,8 @@ if not 0 <= KAIROS_DEFAULT_THRESHOLD <= 5:
 KAIROS_MAX_STEPS = envint("KAIROS_MAX_STEPS", 30)
 KAIROS_DEVICE_TIMEOUT = envfloat("KAIROS_DEVICE_TIMEOUT", 10.0)
 KAIROS_CLARIFICATION_TIMEOUT = envfloat("KAIROS_CLARIFICATION_TIMEOUT", 300.0)
+# Seconds after which an idle operator's claim on a ticket lapses (docs/console.md).
+KAIROS_CLAIM_TIMEOUT = envfloat("KAIROS_CLAIM_TIMEOUT", 300.0)
 KAIROS_SIM_DEVICES = [
     n.strip() for n in os.environ.get("KAIROS_SIM_DEVICES", "sim-1,sim-2").split(",") if n.strip()
 ]

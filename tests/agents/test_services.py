@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from agents import services
 from agents.backends.base import Proposal
@@ -125,6 +127,49 @@ def test_a_claimed_ticket_cannot_be_claimed_or_resolved_by_someone_else(demo, sc
         services.claim_ticket(ticket, demo["admin"])
     with pytest.raises(services.Conflict, match="operator holds this ticket"):
         services.resolve_ticket(ticket, demo["admin"], "abort")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_idle_claim_lapses_and_another_operator_can_take_the_ticket(demo, scripted,
+                                                                       inline_steps, settings):
+    scripted([settings_icon])
+    make_task(demo["user"])
+    inline_steps.drain()
+    ticket = Ticket.objects.get()
+    services.claim_ticket(ticket, demo["operator"])
+    services.claim_ticket(ticket, demo["operator"])  # the holder's page renews its claim
+    with pytest.raises(services.Conflict):
+        services.claim_ticket(ticket, demo["admin"])
+
+    settings.KAIROS_CLAIM_TIMEOUT = 60
+    Ticket.objects.filter(id=ticket.id).update(
+        claimed_at=timezone.now() - timedelta(seconds=61))
+    taken = services.claim_ticket(ticket, demo["admin"])
+    assert (taken.status, taken.assignee) == (TicketStatus.CLAIMED, demo["admin"])
+    with pytest.raises(services.Conflict, match="admin holds this ticket"):
+        services.resolve_ticket(ticket, demo["operator"], "abort")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_admin_reassigns_a_held_ticket_and_nobody_else_may(demo, scripted, inline_steps):
+    scripted([settings_icon])
+    make_task(demo["user"])
+    inline_steps.drain()
+    ticket = Ticket.objects.get()
+    services.claim_ticket(ticket, demo["operator"])
+
+    with pytest.raises(services.Forbidden):
+        services.reassign_ticket(ticket, demo["operator"], demo["operator"])
+    with pytest.raises(services.ServiceError, match="only be given to an operator"):
+        services.reassign_ticket(ticket, demo["admin"], demo["user"])
+    services.reassign_ticket(ticket, demo["admin"], demo["admin"])
+    ticket.refresh_from_db()
+    assert ticket.assignee == demo["admin"]
+    with pytest.raises(services.Conflict, match="admin holds this ticket"):
+        services.resolve_ticket(ticket, demo["operator"], "abort")
+    services.resolve_ticket(ticket, demo["admin"], "abort")
+    with pytest.raises(services.Conflict, match="already resolved"):
+        services.reassign_ticket(ticket, demo["admin"], demo["operator"])
 
 
 @pytest.mark.django_db(transaction=True)

@@ -57,9 +57,18 @@ def open_ticket(page: Any, row: Any) -> str:
     ticket_id = row.get_attribute("data-ticket-id")
     row.locator("a").click()
     expect(page).to_have_url(re.compile(rf"/console/tickets/{ticket_id}/$"))
-    # Opening a ticket claims it for this operator.
+    # Opening a ticket only shows it; Claim takes it.
+    page.get_by_role("button", name="Claim", exact=True).click()
     expect(page.locator("#holder")).to_contain_text("held by you", timeout=TIMEOUT)
     return ticket_id
+
+
+def add_operator(kairos_server: Any, username: str) -> None:
+    kairos_server.manage("shell", "-c", (
+        "from django.contrib.auth.models import Group, User\n"
+        f"u, _ = User.objects.get_or_create(username='{username}')\n"
+        f"u.set_password('{PASSWORD}'); u.save()\n"
+        "u.groups.add(Group.objects.get(name='operators'))\n"))
 
 
 def test_a_new_ticket_appears_without_reload_and_approve_moves_the_task_on(
@@ -171,11 +180,7 @@ def test_take_over_drives_the_phone_and_hand_back_resumes_the_agent(
 
 def test_a_second_operator_sees_who_holds_a_ticket_and_cannot_claim_it(
         login, kairos_server, operator_token, task_factory):
-    kairos_server.manage("shell", "-c", (
-        "from django.contrib.auth.models import Group, User\n"
-        "u, _ = User.objects.get_or_create(username='operator2')\n"
-        f"u.set_password('{PASSWORD}'); u.save()\n"
-        "u.groups.add(Group.objects.get(name='operators'))\n"))
+    add_operator(kairos_server, "operator2")
     first = login("operator")
     first.goto(kairos_server.url + "/console/")
     task = task_factory()
@@ -270,3 +275,46 @@ def test_a_take_over_tap_lands_on_the_element_under_the_pointer(
     assert abs(taps[0]["x"] - target[0]) <= 0.01 * 1080, (taps[0], target)
     assert abs(taps[0]["y"] - target[1]) <= 0.01 * 2400, (taps[0], target)
     assert abs(taps[1]["x"] - 540) <= 0.01 * 1080 and abs(taps[1]["y"] - 1200) <= 0.01 * 2400, taps[1]
+
+
+def test_a_ticket_left_or_closed_goes_back_to_the_queue_and_an_admin_can_reassign(
+        login, kairos_server, operator_token, task_factory):
+    """Issue 15, item 2: opening is not claiming; leaving or closing the tab releases."""
+    add_operator(kairos_server, "operator2")
+    first = login("operator")
+    first.goto(kairos_server.url + "/console/")
+    task = task_factory()
+    row = queue_row(first, task)
+    ticket_id = row.get_attribute("data-ticket-id")
+    row.locator("a").click()
+    expect(first.locator("#holder")).to_contain_text("Ticket open")
+    _, ticket = kairos_server.api("GET", f"/api/tickets/{ticket_id}", operator_token)
+    assert ticket["status"] == "open" and ticket["assignee"] is None
+
+    first.get_by_role("button", name="Claim", exact=True).click()
+    expect(first.locator("#holder")).to_contain_text("held by you")
+    first.get_by_role("link", name="← Back to the queue").click()  # leaving the page
+    expect(first.locator(f'#queue tr[data-ticket-id="{ticket_id}"] td.holder')).to_have_text("–")
+
+    first.locator(f'#queue tr[data-ticket-id="{ticket_id}"] a').click()
+    first.get_by_role("button", name="Claim", exact=True).click()
+    expect(first.locator("#holder")).to_contain_text("held by you")
+    second = login("operator2")
+    second.goto(kairos_server.url + "/console/")
+    second_row = second.locator(f'#queue tr[data-ticket-id="{ticket_id}"]')
+    expect(second_row.locator("td.holder")).to_have_text("operator")
+    first.close()  # closing the tab
+    expect(second_row.locator("td.holder")).to_have_text("–")
+    second_row.get_by_role("button", name="Claim").click()
+    expect(second.locator("#holder")).to_contain_text("held by you")
+
+    # An admin gives the held ticket to someone else from the ticket page.
+    admin = login("admin")
+    admin.goto(kairos_server.url + f"/console/tickets/{ticket_id}/")
+    expect(admin.locator("#holder")).to_contain_text("held by operator2")
+    admin.locator("#reassign-to").select_option("operator")
+    admin.get_by_role("button", name="Reassign", exact=True).click()
+    expect(admin.locator("#holder")).to_contain_text("held by operator")
+    expect(second.locator("#holder")).to_contain_text("held by operator")
+    _, ticket = kairos_server.api("GET", f"/api/tickets/{ticket_id}", operator_token)
+    assert ticket["assignee"] == "operator"

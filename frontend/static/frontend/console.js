@@ -315,12 +315,40 @@
     }
 
     async function claim() {
-      try { apply(await api("POST", `/tickets/${ticketId}/claim`)); flash(""); }
+      try { apply(await api("POST", `/tickets/${ticketId}/claim`)); flash(""); return true; }
       catch (e) {
         flash(e.message, true);
         try { apply(await api("GET", `/tickets/${ticketId}`)); } catch (_) { /* shown above */ }
+        return false;
       }
     }
+
+    // Opening a ticket only looks at it; a claim is explicit (Claim) or comes with the
+    // first action (Edit). While the holder works the page renews the claim; when they
+    // leave, close the tab or stay idle past the claim timeout it goes back to the queue.
+    const idleLimit = Number(root.dataset.claimTimeout || 300) * 1000;
+    let lastActivity = Date.now(), lastRenew = Date.now();
+    ["pointerdown", "keydown", "input"].forEach((type) => document.addEventListener(type, () => {
+      lastActivity = Date.now();
+      if (holdsIt() && Date.now() - lastRenew > Math.min(60000, idleLimit / 3)) {
+        lastRenew = Date.now();
+        api("POST", `/tickets/${ticketId}/claim`).then(apply).catch(() => {});
+      }
+    }, true));
+    setInterval(async () => {
+      if (holdsIt() && !state.busy && Date.now() - lastActivity >= idleLimit) {
+        try {
+          apply(await api("POST", `/tickets/${ticketId}/release`));
+          flash(`Released after ${Math.round(idleLimit / 60000)} min without activity; claim it again to go on.`);
+        } catch (_) { /* already gone: the socket tells */ }
+      }
+    }, Math.min(15000, idleLimit / 4));
+    window.addEventListener("pagehide", () => {
+      if (!holdsIt() || state.busy) return;
+      // keepalive lets the request outlive the page (closing the tab, following a link).
+      fetch(`/api/tickets/${ticketId}/release`, {method: "POST", keepalive: true,
+        credentials: "same-origin", headers: {"X-CSRFToken": cookie("csrftoken")}});
+    });
 
     async function resolve(decision, extra) {
       if (state.busy) return;
@@ -475,7 +503,10 @@
       try { apply(await api("POST", `/tickets/${ticketId}/release`)); } catch (e) { flash(e.message, true); }
     });
     if ($("approve")) $("approve").addEventListener("click", () => resolve("approve"));
-    if ($("edit")) $("edit").addEventListener("click", () => setEditing(!state.editing));
+    if ($("edit")) $("edit").addEventListener("click", async () => {
+      if (!state.editing && state.status === "open" && !(await claim())) return;
+      setEditing(!state.editing);
+    });
     if ($("answer-form")) $("answer-form").addEventListener("submit", (e) => { e.preventDefault(); resolve("answer", {answer: $("answer").value}); });
     $("takeover").addEventListener("click", () => resolve("takeover"));
     $("handback").addEventListener("click", handBack);
@@ -503,7 +534,6 @@
 
     refresh();
     if (state.takeover) startRemote();
-    else if (state.status === "open") claim();
   }
 
   window.Kairos = {initConsole, initTicket, api, drawAction};
