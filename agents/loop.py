@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from agents.backends.base import HistoryEntry, Proposal, StepContext
 from devices.actions import (
-    CLICK, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
+    CLICK, IMPOSSIBLE, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
 )
 from devices.uitree import UINode, node_at
 
@@ -159,10 +159,13 @@ def decide(proposal: Proposal, ctx: StepContext, threshold: float) -> Decision:
         )
     confidence = proposal.confidence if proposal.confidence is not None else 0.0
     if confidence < threshold:
-        return Decision(
-            TICKET, action=action, reason=LOW_CONFIDENCE, target=target,
-            note=f"confidence {confidence:g} is below the threshold {threshold:g}",
-        )
+        note = f"confidence {confidence:g} is below the threshold {threshold:g}"
+        if action.type == IMPOSSIBLE:
+            # The person must know what they are asked to confirm: the agent's belief and
+            # its reason, not only a score.
+            note = (f"the agent believes this task cannot be done: "
+                    f"{proposal.thought or 'no reason given'} ({note})")
+        return Decision(TICKET, action=action, reason=LOW_CONFIDENCE, target=target, note=note)
     return Decision(EXECUTE, action=action, target=target)
 
 

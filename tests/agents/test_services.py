@@ -270,3 +270,27 @@ def test_the_step_limit_ends_a_task_as_failed(demo, scripted, inline_steps):
     task.refresh_from_db()
     assert task.status == TaskStatus.FAILED
     assert "step limit" in task.error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_impossible_task_raises_one_ticket_that_says_so_with_the_reason(
+        demo, inline_steps, phones):
+    """Issue 15, item 6: from inside an app no installed app fits "Book me a flight": the
+    agent says so at once instead of asking a person to approve PRESS_BACK twice first."""
+    phones.device("sim-1").perform(Action("OPENAPP", app="Clock"))
+    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                "Book me a flight to Paris", threshold=4, backend="heuristic")
+    inline_steps.drain()
+
+    tickets = list(Ticket.objects.filter(task=task))
+    assert len(tickets) == 1
+    ticket = tickets[0]
+    assert ticket.step.proposed_action["type"] == "IMPOSSIBLE"
+    assert "believes this task cannot be done" in ticket.note
+    assert "No installed app fits the goal" in ticket.note
+    # Approving it ends the task as failed with the agent's reason, and no more tickets.
+    services.resolve_ticket(ticket, demo["operator"], "approve")
+    inline_steps.drain()
+    task.refresh_from_db()
+    assert task.status == TaskStatus.FAILED
+    assert Ticket.objects.filter(task=task).count() == 1
