@@ -318,3 +318,52 @@ def test_a_ticket_left_or_closed_goes_back_to_the_queue_and_an_admin_can_reassig
     expect(second.locator("#holder")).to_contain_text("held by operator")
     _, ticket = kairos_server.api("GET", f"/api/tickets/{ticket_id}", operator_token)
     assert ticket["assignee"] == "operator"
+
+
+CONTRAST_JS = """(group) => {
+  // WCAG contrast of each badge's text against its badge, the badge composited on white
+  // (the worst case: a light screen).
+  const rgba = (c) => { const m = c.match(/[\\d.]+/g).map(Number); return m.length > 3 ? m : [...m, 1]; };
+  const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= .03928 ? v / 12.92 : ((v + .055) / 1.055) ** 2.4; };
+                              return .2126 * f(r) + .7152 * f(g) + .0722 * f(b); };
+  const g = document.querySelector(group);
+  const bg = g.querySelector("rect.label-bg"), text = g.querySelector("text");
+  if (!bg || !text) return {label: text ? text.textContent : null, contrast: 0, height: 0};
+  const [br, bgg, bb, ba] = rgba(getComputedStyle(bg).fill);
+  const back = [br, bgg, bb].map((v) => v * ba + 255 * (1 - ba));
+  const fore = rgba(getComputedStyle(text).fill).slice(0, 3);
+  const [l1, l2] = [lum(back), lum(fore)].sort((a, b) => b - a);
+  const box = text.getBoundingClientRect(), under = bg.getBoundingClientRect();
+  const inside = box.left >= under.left - 1 && box.right <= under.right + 1 && box.top >= under.top - 1 && box.bottom <= under.bottom + 1;
+  return {label: text.textContent, contrast: (l1 + .05) / (l2 + .05), height: box.height, inside};
+}"""
+
+
+def test_key_actions_are_drawn_as_legible_labelled_badges(
+        login, kairos_server, operator_token, task_factory):
+    """Issue 15, item 3: PRESS_BACK, HOME, ENTER, WAIT, COMPLETE… were white text on a
+    light screen. The agent proposes PRESS_BACK here (nothing named 'Flurb' in Coffee)."""
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    status, task = kairos_server.api("POST", "/api/tasks", operator_token, {
+        "instruction": f"Open Coffee and tap Flurb [{uuid.uuid4().hex[:6]}]",
+        "device": "sim-2", "threshold": 4})
+    assert status == 201, task
+    try:
+        row = queue_row(page, task)
+        row.locator("a").click()
+        expect(page.locator("#proposed")).to_have_text("PRESS_BACK")
+        drawn = page.evaluate(CONTRAST_JS, "#proposal")
+        assert "Back" in drawn["label"] and drawn["contrast"] >= 4.5 and drawn["inside"], drawn
+        assert drawn["height"] >= 12, drawn
+        save_screenshot(page, "console-press-back")
+
+        # The editor's preview draws every other key action the same way.
+        page.get_by_role("button", name="Edit", exact=True).click()
+        for kind, word in [("PRESS_HOME", "Home"), ("PRESS_ENTER", "Enter"), ("WAIT", "Wait"),
+                           ("COMPLETE", "Complete"), ("IMPOSSIBLE", "Impossible")]:
+            page.locator("#edit-type").select_option(kind)
+            drawn = page.evaluate(CONTRAST_JS, "#edit-mark")
+            assert word in drawn["label"] and drawn["contrast"] >= 4.5 and drawn["inside"], (kind, drawn)
+    finally:
+        kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)

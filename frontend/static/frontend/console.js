@@ -5,6 +5,10 @@
   "use strict";
 
   const SVG = "http://www.w3.org/2000/svg";
+  const KEY_LABELS = {
+    PRESS_BACK: "◀ Back", PRESS_HOME: "⌂ Home", PRESS_ENTER: "↵ Enter", WAIT: "◷ Wait",
+    COMPLETE: "✓ Complete", IMPOSSIBLE: "✕ Impossible",
+  };
   const REASONS = {
     low_confidence: "Low confidence", ambiguous_intent: "Ambiguous intent",
     sensitive_action: "Sensitive action", parse_failure: "Unparseable output",
@@ -248,14 +252,22 @@
       add("line", {x1: cx - d[0] * len, y1: cy - d[1] * len, x2, y2, class: cls + " arrow"});
       const hx = -d[0] * r * 1.5, hy = -d[1] * r * 1.5;
       add("polygon", {points: `${x2},${y2} ${x2 + hx - hy},${y2 + hy + hx} ${x2 + hx + hy},${y2 + hy - hx}`, class: cls + " head"});
-    } else if (action.type === "TYPE" || action.type === "OPENAPP") {
-      const text = action.type === "TYPE" ? `⌨ “${action.text}”` : `OPEN ${action.app}`;
-      add("rect", {x: w * 0.05, y: h * 0.44, width: w * 0.9, height: h * 0.07, rx: 20, class: cls + " label-bg"});
-      const t = add("text", {x: w / 2, y: h * 0.49, "text-anchor": "middle", class: cls + " label"});
-      t.textContent = text;
     } else {
-      const t = add("text", {x: w / 2, y: h * 0.5, "text-anchor": "middle", class: cls + " label"});
-      t.textContent = action.type;
+      // Every other action is a labelled badge: light text on a dark plate with a light
+      // rim, legible on any screen (a light settings page or a dark launcher alike).
+      const text = action.type === "TYPE" ? `⌨ Type “${action.text}”`
+        : action.type === "OPENAPP" ? `Open ${action.app}`
+        : KEY_LABELS[action.type] || action.type;
+      const size = Math.round(w / 19);
+      const height = size * 1.9;
+      const width = Math.min(w * 0.9, Math.max(w * 0.45, size * 0.62 * text.length + size * 1.6));
+      add("rect", {x: (w - width) / 2, y: h * 0.5 - height / 2, width, height, rx: height / 2,
+                   class: cls + " label-bg"});
+      const attrs = {x: w / 2, y: h * 0.5, "text-anchor": "middle", "dominant-baseline": "central",
+                     "font-size": size, class: cls + " label"};
+      // A long TYPE text is squeezed into the plate rather than running off the screen.
+      if (text.length * size * 0.62 > width * 0.92) Object.assign(attrs, {textLength: width * 0.92, lengthAdjust: "spacingAndGlyphs"});
+      add("text", attrs).textContent = text;
     }
   }
 
