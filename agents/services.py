@@ -380,7 +380,7 @@ def execute_step(task: Task, step: Step) -> str:
         Step.objects.filter(id=step.id).update(status=StepStatus.DONE, outcome="finished",
                                                summary=action.describe(),
                                                executed_at=timezone.now())
-        _finish_on(task, action)
+        _finish_on(task, action, reason=step.thought)
         return "finished"
     nodes = nodes_from_json(step.ui_nodes) if step.ui_nodes else []
     target = loop.target_node(action, nodes)
@@ -431,26 +431,58 @@ def _advance(task: Task, index: int, excluded: set[str] | None = None) -> str:
     return "scheduled"
 
 
-def _finish_on(task: Task, action: Action) -> None:
+def _finish_on(task: Task, action: Action, reason: str = "") -> None:
     success: bool | None = None
     if task.suite and task.suite_task:
         try:
             success = get_device_client().check(task.device.name, task.suite, task.suite_task)
         except DeviceError as exc:
             logger.warning("could not judge task %s: %s", task.id, exc)
+    error = ""
     if action.type == COMPLETE:
         status = TaskStatus.SUCCEEDED if success is not False else TaskStatus.FAILED
+        if status == TaskStatus.FAILED:
+            error = "the agent thought it was done, but the phone does not show what was asked"
     else:
         status = TaskStatus.FAILED
-    finish_task(task, status, success=success)
+        # The user is told why: the agent's own reason for giving up.
+        error = f"the agent believes this cannot be done: {reason.strip() or 'no reason given'}"
+    finish_task(task, status, success=success, error=error[:2000])
 
 
-def finish_task(task: Task, status: str, *, success: bool | None = None, error: str = "") -> bool:
+def closing_summary(task: Task, by: Any = None) -> str:
+    """The last line of a finished task's chat: what happened, and why it ended."""
+    steps = task.steps.filter(status=StepStatus.DONE).exclude(executed_action=None)
+    done = steps.count()
+    helped = steps.filter(decided_by=DecidedBy.OPERATOR).count()
+    count = f"{done} step{'s' if done != 1 else ''}" + (
+        f", {helped} of them by an operator" if helped else "")
+    if task.status == TaskStatus.SUCCEEDED:
+        return f"Done in {count}."
+    if task.status == TaskStatus.ABORTED:
+        if by is not None and getattr(by, "pk", None) == task.owner_id:
+            return f"You stopped this task after {count}."
+        if by is not None:
+            return f"An operator ({by.get_username()}) stopped this task after {count}."
+        return f"This task was stopped after {count}: {task.error or 'no reason given'}."
+    return f"Could not finish after {count}: {task.error or 'no reason given'}."
+
+
+def finish_task(task: Task, status: str, *, success: bool | None = None, error: str = "",
+                by: Any = None) -> bool:
+    """End an active task once; ``by`` is the person who stopped it, if one did."""
     with transaction.atomic():
         won = Task.objects.filter(id=task.id, status__in=ACTIVE_TASK_STATUSES).update(
             status=status, success=success, error=error, finished_at=timezone.now())
         if not won:
             return False
+        # A step still waiting for a person will never run: say so instead of "waiting".
+        Step.objects.filter(task=task, status=StepStatus.WAITING).update(
+            status=StepStatus.CANCELLED, outcome="task ended")
+        task.refresh_from_db()
+        message = Message.objects.create(task=task, sender=Message.Sender.SYSTEM,
+                                         text=closing_summary(task, by))
+        events.chat_message(message)
         for ticket in Ticket.objects.filter(task=task, status__in=(TicketStatus.OPEN,
                                                                    TicketStatus.CLAIMED)):
             if Ticket.objects.filter(id=ticket.id, status=ticket.status).update(
@@ -615,7 +647,7 @@ def _apply_resolution(ticket: Ticket, task: Task, resolution: Resolution, user: 
     step = ticket.step
     waiting = (TaskStatus.WAITING_OPERATOR, TaskStatus.WAITING_USER)
     if resolution.decision == Decision.ABORT:
-        finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}")
+        finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}", by=user)
         return
     if resolution.decision == Decision.ANSWER:
         Task.objects.filter(id=task.id).update(answers=list(task.answers) + [resolution.answer])
@@ -676,7 +708,7 @@ def _record_training(ticket: Ticket, task: Task, user: Any) -> None:
 
 
 def abort_task(task: Task, user: Any) -> Task:
-    if not finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}"):
+    if not finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}", by=user):
         raise Conflict(f"the task is already {task.status}")
     task.refresh_from_db()
     return task
@@ -760,6 +792,10 @@ def post_message(task: Task, user: Any, text: Any, ticket_id: Any = None) -> Mes
     is_owner = task.owner_id == user.pk
     if not is_owner and not is_operator(user):
         raise Forbidden("this is not your task")
+    task.refresh_from_db(fields=["status"])
+    if task.is_finished:
+        # Nobody reads the chat of a finished task: refuse rather than lose the message.
+        raise Conflict("this task has finished; the chat is closed (start a new task instead)")
     with transaction.atomic():
         open_questions = task.tickets.filter(kind=TicketKind.CLARIFICATION, status__in=(
             TicketStatus.OPEN, TicketStatus.CLAIMED))

@@ -98,13 +98,33 @@ def task_detail(request: HttpRequest, task_id: Any) -> HttpResponse:
         except services.ServiceError as exc:
             messages.error(request, exc.detail)
         return redirect("task_detail", task_id=task.id)
+    steps = list(task.steps.order_by("index"))
+    shots = [s for s in steps if s.screenshot]
     return render(request, "frontend/task_detail.html", {
-        "task": task, "steps": task.steps.order_by("index"),
+        "task": task, "steps": steps, "now_text": now_text(task, request.user),
+        "final_shot": shots[-1] if task.is_finished and shots else None,
         "chat": task.messages.select_related("author"),
         "is_operator": services.is_operator(request.user),
         "open_question": task.tickets.filter(kind="clarification", status__in=(
             TicketStatus.OPEN, TicketStatus.CLAIMED)).first(),
     })
+
+
+def now_text(task: Any, viewer: Any) -> str:
+    """What the task page says is happening, in the viewer's words (task.js mirrors it)."""
+    if task.status == "succeeded":
+        return "Finished."
+    if task.status == "aborted":
+        who = task.error.removeprefix("aborted by ") if task.error.startswith("aborted by ") else ""
+        if who and who == viewer.get_username():
+            return "You stopped this task."
+        return f"An operator ({who}) stopped this task." if who else \
+            f"Stopped: {task.error or 'no reason given'}."
+    if task.status == "failed":
+        return f"Could not finish: {task.error}." if task.error else "Could not finish."
+    return {"queued": "Waiting to start…", "waiting_user": "Waiting for your answer in the chat.",
+            "waiting_operator": "An operator is checking the next step.",
+            "taken_over": "An operator is using the phone for you."}.get(task.status, "Working…")
 
 
 @operator_required

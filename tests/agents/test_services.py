@@ -294,3 +294,26 @@ def test_an_impossible_task_raises_one_ticket_that_says_so_with_the_reason(
     task.refresh_from_db()
     assert task.status == TaskStatus.FAILED
     assert Ticket.objects.filter(task=task).count() == 1
+    # The user is told why (issue 15, item 8): the reason and a closing line in the chat.
+    assert "No installed app fits the goal" in task.error
+    closing = task.messages.order_by("-id").first()
+    assert closing.sender == "system" and closing.text.startswith("Could not finish after 1 step")
+    assert "No installed app fits the goal" in closing.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_abort_says_who_stopped_the_task_and_no_step_stays_waiting(demo, scripted,
+                                                                     inline_steps):
+    scripted([settings_icon])
+    task = make_task(demo["user"])
+    inline_steps.drain()
+    ticket = Ticket.objects.get(task=task)
+    services.resolve_ticket(ticket, demo["operator"], "abort")
+
+    task.refresh_from_db()
+    assert task.status == TaskStatus.ABORTED
+    assert task.steps.get(index=0).status == StepStatus.CANCELLED
+    assert task.messages.order_by("-id").first().text == \
+        "An operator (operator) stopped this task after 0 steps."
+    with pytest.raises(services.Conflict, match="the chat is closed"):
+        services.post_message(task, demo["user"], "hello?")

@@ -195,7 +195,11 @@ def test_a_second_operator_sees_who_holds_a_ticket_and_cannot_claim_it(
 
     second.goto(kairos_server.url + f"/console/tickets/{ticket_id}/")
     expect(second.locator("#holder")).to_contain_text("held by operator")
-    expect(second.get_by_role("button", name="Approve", exact=True)).to_be_disabled()
+    approve = second.get_by_role("button", name="Approve", exact=True)
+    expect(approve).to_be_disabled()
+    # ...and looks it (issue 15, item 4): greyed out, no pointer.
+    look = approve.evaluate("b => [getComputedStyle(b).cursor, Number(getComputedStyle(b).opacity)]")
+    assert look[0] == "not-allowed" and look[1] <= 0.6, look
     status, body = kairos_server.api("POST", f"/api/tickets/{ticket_id}/claim",
                                      kairos_server.token("operator2"))
     assert status == 409 and "operator" in body["detail"]
@@ -365,5 +369,18 @@ def test_key_actions_are_drawn_as_legible_labelled_badges(
             page.locator("#edit-type").select_option(kind)
             drawn = page.evaluate(CONTRAST_JS, "#edit-mark")
             assert word in drawn["label"] and drawn["contrast"] >= 4.5 and drawn["inside"], (kind, drawn)
+        page.get_by_role("button", name="Cancel", exact=True).click()
+
+        # Abort asks first (issue 15, item 4): cancelling the question changes nothing.
+        asked: list[str] = []
+        page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+        page.get_by_role("button", name="Abort", exact=True).click()
+        expect(page.locator("#task-status")).to_have_text("waiting operator")
+        assert asked and "Abort" in asked[0]
+        page.once("dialog", lambda d: d.accept())
+        page.get_by_role("button", name="Abort", exact=True).click()
+        expect(page).to_have_url(kairos_server.url + "/console/")
+        _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+        assert detail["status"] == "aborted"
     finally:
         kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)

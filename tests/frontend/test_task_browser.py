@@ -52,26 +52,24 @@ def test_the_user_answers_the_question_with_a_quick_reply_and_sees_the_order_suc
         expect(page.get_by_role("button", name=control)).to_have_count(0)
     save_screenshot(page, "task-succeeded")
 
-    # Free text after the end: HTML stays text and runs nothing.
-    evil = '<img src=x onerror="alert(1)"><b>bold?</b>'
-    page.fill("#chat-text", evil)
-    page.click("#chat-form button[type=submit]")
-    mine = page.locator("#chat li.from-user").last
-    expect(mine).to_contain_text(evil)
-    expect(page.locator("#chat img, #chat li.from-user b:has-text('bold?')")).to_have_count(0)
-    expect(page.locator("#chat-text")).to_have_value("")
-
-    # Too long: a clear error and the text is kept for editing.
-    page.fill("#chat-text", "x" * 5000)
-    page.click("#chat-form button[type=submit]")
-    expect(page.locator("#chat-error")).to_contain_text("at most 2000")
-    expect(page.locator("#chat-text")).to_have_value("x" * 5000)
+    # The task is over: the chat is closed, and the agent says how it went.
+    expect(page.locator("#chat li.from-system").last).to_contain_text("Done in")
+    expect(page.locator("#chat-text")).to_be_disabled()
     assert dialogs == []
 
-    # A finished task streams no screen: the empty image stays hidden, not an empty box.
+    # After a reload the page shows the phone's final screen, and a step's thumbnail
+    # opens its full-size screenshot.
     page.reload()
-    expect(page.locator("#live-screen-note")).to_have_text("The task has finished.")
+    expect(page.locator("#live-screen-note")).to_contain_text("The screen when the task ended")
+    expect(page.locator("#final-screen")).to_be_visible()
     expect(page.locator("#live-screen")).to_be_hidden()
+    assert page.evaluate("document.getElementById('final-screen').naturalWidth") > 0
+    thumb = page.locator("#steps li a.thumb-link").first
+    with page.context.expect_page() as opened:
+        thumb.click()
+    full = opened.value
+    full.wait_for_load_state()
+    assert full.evaluate("document.images[0].naturalWidth") >= 4 * 48  # not the thumbnail
 
 
 def test_an_unanswered_question_goes_to_the_operators_and_their_answer_shows_in_the_chat(
@@ -91,12 +89,15 @@ def test_an_unanswered_question_goes_to_the_operators_and_their_answer_shows_in_
     ticket = next(t for t in queue if t["task"] == task_id)
     assert code == 200 and ticket["kind"] == "clarification" and ticket["escalated"]
 
+    # HTML in a message stays text and runs nothing.
+    evil = '<img src=x onerror="alert(1)"><b>bold?</b>'
     code, _ = kairos_server.api("POST", f"/api/tickets/{ticket['id']}/resolve", operator,
-                                {"decision": "answer", "answer": "Less sweet"})
+                                {"decision": "answer", "answer": f"Less sweet {evil}"})
     assert code == 200
 
     expect(page.locator("#chat li.from-operator")).to_contain_text(
-        "An operator answered for you: Less sweet")
+        f"An operator answered for you: Less sweet {evil}")
+    expect(page.locator("#chat img, #chat b:has-text('bold?')")).to_have_count(0)
     expect(page.locator("#task-status")).to_have_text("Succeeded", timeout=30_000)
     save_screenshot(page, "task-escalated")
 
@@ -115,3 +116,31 @@ def test_an_end_user_cannot_open_someone_elses_task(login, kairos_server):
     page.goto(kairos_server.url + "/tasks/")
     assert page.locator(f"[data-task-id='{task['id']}']").count() == 0
     kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator)
+
+
+def test_abort_asks_first_and_the_page_then_says_who_stopped_the_task(login, kairos_server):
+    """Issue 15, items 4 and 8."""
+    from playwright.sync_api import expect
+
+    page = login("user")
+    start_task(page, kairos_server, "sim-2")
+    expect(page.locator("#task-status")).to_have_text("Waiting for your answer", timeout=30_000)
+    asked: list[str] = []
+    page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+    page.get_by_role("button", name="Abort", exact=True).click()
+    assert asked and "Abort" in asked[0]
+    expect(page.locator("#task-status")).to_have_text("Waiting for your answer")
+
+    # Too long: a clear error and the text is kept for editing.
+    page.fill("#chat-text", "x" * 5000)
+    page.click("#chat-form button[type=submit]")
+    expect(page.locator("#chat-error")).to_contain_text("at most 2000")
+    expect(page.locator("#chat-text")).to_have_value("x" * 5000)
+
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name="Abort", exact=True).click()
+    expect(page.locator("#task-status")).to_have_text("Aborted")
+    expect(page.locator("#task-now")).to_contain_text("You stopped this task")
+    expect(page.locator("#chat li.from-system").last).to_contain_text("You stopped this task")
+    expect(page.locator("#steps li").last).not_to_contain_text("Asking you a question")
+    expect(page.locator("#chat-text")).to_be_disabled()
