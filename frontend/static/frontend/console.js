@@ -503,6 +503,7 @@
       finally { state.busy = false; refresh(); }
     }
     async function abort() {
+      if (!window.confirm("Abort this task? The agent stops for good and the user is told that an operator stopped it.")) return;
       if (isOpen()) return resolve("abort");
       state.busy = true; refresh();
       try { const task = await api("POST", `/tasks/${taskId}/abort`); state.takeover = false; state.taskStatus = task.status; flash("Task aborted."); }
