@@ -510,7 +510,10 @@ def open_ticket(task: Task, step: Step | None, kind: str, reason: str, *, note: 
                                        note=note[:2000], question=question,
                                        options=options or [])
         task.refresh_from_db()
-        events.ticket_opened(ticket)
+        if kind != TicketKind.CLARIFICATION:
+            # A question goes to the user first; operators see it only once it is
+            # escalated (escalate_clarification), as docs/end-users.md promises.
+            events.ticket_opened(ticket)
         events.task_updated(task)
     return ticket
 

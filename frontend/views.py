@@ -130,7 +130,8 @@ def now_text(task: Any, viewer: Any) -> str:
 @operator_required
 def console(request: HttpRequest) -> HttpResponse:
     tickets = Ticket.objects.select_related("task", "task__device", "step", "assignee").filter(
-        status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED)).order_by("created_at")
+        status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED)).exclude(
+        kind="clarification", escalated=False).order_by("created_at")
     return render(request, "frontend/console.html", {"tickets": tickets,
                                                      "devices": Device.objects.all()})
 

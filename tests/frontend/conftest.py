@@ -91,7 +91,7 @@ def kairos_server(tmp_path_factory) -> Iterator[KairosServer]:
     env.update({"DEBUG": "1", "KAIROS_VAR_DIR": str(var), "PYTHONUNBUFFERED": "1",
                 "DJANGO_SETTINGS_MODULE": "kairos_web.settings",
                 "KAIROS_CLARIFICATION_TIMEOUT": os.environ.get(
-                    "KAIROS_TEST_CLARIFICATION_TIMEOUT", "3")})
+                    "KAIROS_TEST_CLARIFICATION_TIMEOUT", "8")})
     port = _free_port()
     server = KairosServer(f"http://127.0.0.1:{port}", env, var / "serve.log")
     server.manage("migrate", "--noinput")

@@ -384,3 +384,45 @@ def test_key_actions_are_drawn_as_legible_labelled_badges(
         assert detail["status"] == "aborted"
     finally:
         kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
+
+
+def test_a_question_reaches_operators_only_after_the_timeout_and_the_users_answer_wins(
+        login, kairos_server, operator_token):
+    """Issue 15, item 5. The test server's KAIROS_CLARIFICATION_TIMEOUT is 8 s."""
+    user = login("user")
+    user.goto(kairos_server.url + "/tasks/")
+    instruction = f"Order a medium hot latte [{uuid.uuid4().hex[:6]}]"
+    user.fill("textarea[name=instruction]", instruction)
+    user.select_option("select[name=device]", label="sim-2")
+    user.fill("input[name=threshold]", "0")
+    user.click("button:has-text('Start task')")
+    question = user.locator("#chat li.from-agent", has_text="sweetness")
+    expect(question).to_be_visible(timeout=30_000)
+    task_id = user.url.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        # Before the timeout the question is the user's alone: not in the operators' queue,
+        # neither on a fresh console page nor from its catch-up list.
+        console = login("operator")
+        console.goto(kairos_server.url + "/console/")
+        expect(console.locator("#queue-live")).to_have_class(re.compile(r"\bon\b"))
+        shown = console.locator("#queue tbody tr", has_text=instruction[:59]).count()
+        _, tickets = kairos_server.api("GET", f"/api/tasks/{task_id}", operator_token)
+        asked = next(t for t in tickets["tickets"] if t["kind"] == "clarification")
+        if asked["escalated"]:
+            pytest.fail("the machine was too slow to look before the 8 s timeout")
+        assert shown == 0
+
+        # After it, the question arrives live, marked as escalated.
+        row = queue_row(console, {"instruction": instruction})
+        expect(row).to_contain_text("Unanswered question")
+        row.locator("a").click()
+        expect(console.locator("#escalated")).to_contain_text("escalated to operators")
+
+        # The user answers first: the operator sees who answered, not "held by user".
+        user.locator("#chat li.from-agent", has_text="sweetness").get_by_role(
+            "button", name="Less sweet").click()
+        expect(console.locator("#holder")).to_contain_text(
+            "Answered by the user: “Less sweet”")
+        expect(console.get_by_role("button", name="Answer", exact=True)).to_be_hidden()
+    finally:
+        kairos_server.api("POST", f"/api/tasks/{task_id}/abort", operator_token)

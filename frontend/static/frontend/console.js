@@ -144,7 +144,8 @@
       if (!held) actions.append(el("button", {type: "button", class: "claim", onclick: () => claim(t.id)}, "Claim"));
       if (mine) actions.append(el("button", {type: "button", class: "release", onclick: () => release(t.id)}, "Release"));
       const conf = t.confidence === null || t.confidence === undefined ? "–" : t.confidence;
-      const reason = t.kind === "clarification" ? "Question: " + (t.question || "") : (REASONS[t.reason] || t.reason);
+      const reason = t.kind === "clarification"
+        ? "Unanswered question: " + (t.question || "") : (REASONS[t.reason] || t.reason);
       return el("tr", {"data-ticket-id": t.id, "data-status": t.status, class: held ? (mine ? "mine" : "held") : ""},
         el("td", {}, el("a", {href: `/console/tickets/${t.id}/`}, reason)),
         el("td", {class: "instr", title: t.instruction}, t.instruction.length > 60 ? t.instruction.slice(0, 59) + "…" : t.instruction),
@@ -163,6 +164,8 @@
 
     function put(t) {
       if (gone.has(t.id)) return;
+      // A question is the user's until it is escalated after the timeout.
+      if (t.kind === "clarification" && !t.escalated) return;
       if (t.status === "open" || t.status === "claimed") tickets.set(t.id, t);
       else { tickets.delete(t.id); gone.add(t.id); }
     }
@@ -278,6 +281,8 @@
     const me = root.dataset.user;
     const state = {status: root.dataset.status, assignee: root.dataset.assignee,
                    taskStatus: root.dataset.taskStatus, takeover: root.dataset.takeover === "1",
+                   decision: root.dataset.decision, resolvedBy: root.dataset.resolvedBy,
+                   answer: root.dataset.answer, answeredByUser: root.dataset.answeredByUser === "1",
                    editing: false, busy: false};
     const $ = (id) => document.getElementById(id);
     const shot = $("screenshot");
@@ -291,12 +296,20 @@
     const mayAct = () => state.status === "open" || holdsIt();
 
     const shotTitle = $("shot-title").textContent;
+    function holderText() {
+      if (state.takeover) return "You took over · the agent waits until you hand back";
+      if (state.answeredByUser) return `Answered by the user: “${state.answer}” · nothing left to do`;
+      if (state.status === "resolved") {
+        return `Ticket resolved (${state.decision || "done"}` +
+          (state.resolvedBy ? ` by ${state.resolvedBy === me ? "you" : state.resolvedBy})` : ")");
+      }
+      if (state.status === "cancelled") return "Ticket cancelled: the task has ended";
+      return `Ticket ${state.status}` +
+        (state.assignee ? ` · held by ${state.assignee === me ? "you" : state.assignee}` : "");
+    }
     function refresh() {
       const held = state.status === "claimed" && state.assignee && state.assignee !== me;
-      $("holder").textContent = state.takeover
-        ? "You took over · the agent waits until you hand back"
-        : `Ticket ${state.status}` +
-          (state.assignee ? ` · held by ${state.assignee === me ? "you" : state.assignee}` : "");
+      $("holder").textContent = holderText();
       $("holder").classList.toggle("held-other", !!held);
       $("claim").hidden = state.status !== "open";
       $("release").hidden = !holdsIt();
@@ -304,7 +317,10 @@
         if ($(id)) $(id).disabled = state.busy || !(isOpen() && mayAct());
       });
       const answerForm = $("answer-form");
-      if (answerForm) answerForm.querySelector("button").disabled = state.busy || !(isOpen() && mayAct());
+      if (answerForm) {
+        answerForm.querySelector("button").disabled = state.busy || !(isOpen() && mayAct());
+        answerForm.hidden = !isOpen();
+      }
       if ($("approve")) $("approve").hidden = !isOpen();
       if ($("edit")) $("edit").hidden = !isOpen();
       $("takeover").hidden = !isOpen();
@@ -323,6 +339,10 @@
     function apply(t) {
       state.status = t.status;
       state.assignee = t.assignee || "";
+      state.decision = t.decision || "";
+      state.resolvedBy = t.resolved_by || "";
+      state.answer = t.answer || "";
+      state.answeredByUser = !!t.answered_by_user;
       refresh();
     }
 
