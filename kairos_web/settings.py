@@ -212,7 +212,13 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
+        # Django's own console handler (DEBUG only) would print every warning a second
+        # time next to the root handler's line.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
         "django.channels.server": {"level": "WARNING"},
         "celery": {"level": "WARNING"},
+        # One line per HTTP request and WebSocket handshake (serve turns it on).
+        "uvicorn.access": {"level": "INFO"},
+        "uvicorn.error": {"level": "WARNING"},
     },
 }
