@@ -144,3 +144,65 @@ def test_abort_asks_first_and_the_page_then_says_who_stopped_the_task(login, kai
     expect(page.locator("#chat li.from-system").last).to_contain_text("You stopped this task")
     expect(page.locator("#steps li").last).not_to_contain_text("Asking you a question")
     expect(page.locator("#chat-text")).to_be_disabled()
+
+
+def test_on_a_phone_the_pages_fit_and_the_task_list_is_live(browser, kairos_server):
+    """Issue 15, item 10, at 390 px wide."""
+    from playwright.sync_api import expect
+
+    from tests.frontend.conftest import PASSWORD
+
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    try:
+        page = context.new_page()
+        # A wrong password keeps the username for the second try.
+        page.goto(kairos_server.url + "/login/")
+        page.fill("input[name=username]", "user")
+        page.fill("input[name=password]", "wrong")
+        page.click("button[type=submit]")
+        expect(page.locator("p.error")).to_be_visible()
+        expect(page.locator("input[name=username]")).to_have_value("user")
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(re.compile(r"/tasks/$"))
+
+        # The instruction's limit is shown as you type, not enforced by silent cutting.
+        box = page.locator("textarea[name=instruction]")
+        sentence = "Book me a flight to Paris. "  # no app fits: the agent asks a person
+        box.fill(sentence * 80)
+        expect(page.locator("#instruction-count")).to_contain_text(
+            f"{len(sentence) * 80 - 2000} too many")
+        expect(page.get_by_role("button", name="Start task")).to_be_disabled()
+        long = (sentence * (2000 // len(sentence))).strip()
+        box.fill(long)
+        expect(page.locator("#instruction-count")).to_contain_text(f"{len(long)} / 2000")
+        page.select_option("select[name=device]", label="sim-2")
+        page.fill("input[name=threshold]", "5")
+        page.get_by_role("button", name="Start task").click()
+        page.wait_for_url(re.compile(r"/tasks/[0-9a-f-]{36}/$"))
+        task_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+
+        # The task page fits the phone: no sideways scrolling, the instruction is not a
+        # giant heading, and the chat comes before the list of steps.
+        expect(page.locator("#task-instruction")).to_contain_text(sentence.strip())
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        size = page.locator("#task-instruction").evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+        assert size <= 17, size
+        assert page.locator("#task-instruction").bounding_box()["height"] <= 200
+        chat_top = page.locator("#chat-form").bounding_box()["y"]
+        steps_top = page.locator("#steps").bounding_box()["y"]
+        assert chat_top < steps_top and chat_top < 844 * 1.2, (chat_top, steps_top)
+        save_screenshot(page, "task-390px")
+
+        # The task list fits too, says when in real words, and follows the task live.
+        page.goto(kairos_server.url + "/tasks/")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        row = page.locator(f"tr[data-task-id='{task_id}']")
+        expect(row.locator(".age")).to_have_text(re.compile(r"^(just now|\d+ s ago|1 min ago)$"))
+        expect(row.locator(".status")).not_to_have_text("Aborted")
+        operator = kairos_server.token("operator")
+        code, _ = kairos_server.api("POST", f"/api/tasks/{task_id}/abort", operator)
+        assert code == 200
+        expect(row.locator(".status")).to_have_text("Aborted")
+    finally:
+        context.close()
