@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agents import services
-from agents.models import Ticket, TicketStatus, TrainingRecord
+from agents.models import ACTIVE_TASK_STATUSES, Task, Ticket, TicketStatus, TrainingRecord
 from devices.actions import Action, validate_action
 from devices.models import Device
 from frontend.api import healthz_status
@@ -132,8 +132,13 @@ def console(request: HttpRequest) -> HttpResponse:
     tickets = Ticket.objects.select_related("task", "task__device", "step", "assignee").filter(
         status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED)).exclude(
         kind="clarification", escalated=False).order_by("created_at")
-    return render(request, "frontend/console.html", {"tickets": tickets,
-                                                     "devices": Device.objects.all()})
+    devices = list(Device.objects.order_by("name"))
+    active = {}
+    for task in Task.objects.filter(status__in=ACTIVE_TASK_STATUSES).order_by("created_at"):
+        active.setdefault(task.device_id, task)  # the oldest active task drives the phone
+    for device in devices:
+        device.active_task = active.get(device.id)
+    return render(request, "frontend/console.html", {"tickets": tickets, "devices": devices})
 
 
 @operator_required
@@ -148,7 +153,7 @@ def ticket_detail(request: HttpRequest, ticket_id: Any) -> HttpResponse:
         "ticket": ticket, "task": ticket.task, "step": step,
         "proposal_text": proposed.describe() if isinstance(proposed, Action) else "none",
         "history": ticket.task.steps.filter(status="done").order_by("index"),
-        "chat": ticket.task.messages.select_related("author"),
+        "chat": ticket.task.messages.select_related("author").order_by("created_at", "id"),
         "candidates": _candidates(step),
         "is_admin": services.is_admin(request.user),
         "operators": _operators() if services.is_admin(request.user) else [],

@@ -273,8 +273,15 @@ def test_a_take_over_tap_lands_on_the_element_under_the_pointer(
     page.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
     expect(page.locator("#timeline li[data-step]")).to_have_count(2, timeout=TIMEOUT)
 
+    # With the live screen focused, the keyboard goes to the phone (issue 15, item 7).
+    page.keyboard.type("hi")
+    expect(page.locator("#timeline li[data-step]")).to_have_count(3, timeout=TIMEOUT)
+    page.keyboard.press("Enter")
+    expect(page.locator("#timeline li[data-step]")).to_have_count(4, timeout=TIMEOUT)
+
     _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
     taps = [s["action"] for s in detail["steps"] if s["by"] == "operator"]
+    assert taps[2] == {"type": "TYPE", "text": "hi"} and taps[3]["type"] == "PRESS_ENTER", taps
     assert taps[0]["type"] == "CLICK"
     assert abs(taps[0]["x"] - target[0]) <= 0.01 * 1080, (taps[0], target)
     assert abs(taps[0]["y"] - target[1]) <= 0.01 * 2400, (taps[0], target)
@@ -417,6 +424,9 @@ def test_a_question_reaches_operators_only_after_the_timeout_and_the_users_answe
         expect(row).to_contain_text("Unanswered question")
         row.locator("a").click()
         expect(console.locator("#escalated")).to_contain_text("escalated to operators")
+        # A question has no proposal to approve or edit: the key hints say so.
+        expect(console.locator("#key-hints")).not_to_contain_text("approve")
+        expect(console.locator("#key-hints")).to_contain_text("take over")
 
         # The user answers first: the operator sees who answered, not "held by user".
         user.locator("#chat li.from-agent", has_text="sweetness").get_by_role(
@@ -426,3 +436,38 @@ def test_a_question_reaches_operators_only_after_the_timeout_and_the_users_answe
         expect(console.get_by_role("button", name="Answer", exact=True)).to_be_hidden()
     finally:
         kairos_server.api("POST", f"/api/tasks/{task_id}/abort", operator_token)
+
+
+def test_the_console_tells_what_waits_and_the_ticket_shows_the_users_side(
+        login, kairos_server, operator_token):
+    """Issue 15, item 7: tab title count, tiles naming their task, the user's chat, a
+    link to the task and a way to write to the user."""
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    expect(page.locator("#queue-live")).to_have_class(re.compile(r"\bon\b"))
+    # The end user's own task, so that the operator writes to someone else.
+    status, task = kairos_server.api("POST", "/api/tasks", kairos_server.token("user"), {
+        "instruction": f"Set an alarm for 9:10 in Clock [{uuid.uuid4().hex[:6]}]",
+        "device": "sim-1", "threshold": 5})
+    assert status == 201, task
+    try:
+        _the_console_tells_what_waits(page, kairos_server, operator_token, task)
+    finally:
+        kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
+
+
+def _the_console_tells_what_waits(page, kairos_server, operator_token, task) -> None:
+    row = queue_row(page, task)
+    waiting = page.locator("#queue tbody tr:not(.held):not(.mine)").count()
+    expect(page).to_have_title(re.compile(rf"^\({waiting}\) "))
+    tile = page.locator('.device-tile[data-device-name="sim-1"] .device-task')
+    expect(tile).to_contain_text("Set an alarm for 9:10")
+
+    row.locator("a").click()
+    expect(page.locator("#task-link")).to_have_attribute("href", f"/tasks/{task['id']}/")
+    page.fill("#message-text", "Hello from support, I am looking at your task.")
+    page.get_by_role("button", name="Send to user").click()
+    expect(page.locator("#chat li.from-operator")).to_contain_text("Hello from support")
+    _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+    said = [m for m in detail["messages"] if m["text"].startswith("Hello from support")]
+    assert said and said[0]["sender"] == "operator"

@@ -156,10 +156,32 @@
         actions);
     }
 
+    // The tab says how many tickets wait, so a console in a background tab is noticed.
+    const baseTitle = document.title;
     function render() {
       body.replaceChildren(...[...tickets.values()]
         .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at)).map(row));
       empty.hidden = tickets.size > 0;
+      const waiting = [...tickets.values()].filter((t) => !t.assignee).length;
+      document.title = (waiting ? `(${waiting}) ` : "") + baseTitle;
+    }
+
+    // Optional sound on a new ticket; the choice is kept in this browser.
+    const sound = document.getElementById("sound-toggle");
+    sound.checked = localStorage.getItem("kairos.sound") === "1";
+    sound.addEventListener("change", () => localStorage.setItem("kairos.sound", sound.checked ? "1" : "0"));
+    let audio = null;
+    function chime() {
+      if (!sound.checked) return;
+      try {
+        audio = audio || new AudioContext();
+        const osc = audio.createOscillator(), gain = audio.createGain();
+        osc.frequency.value = 880;
+        gain.gain.setValueAtTime(0.15, audio.currentTime);
+        gain.gain.exponentialRampToValueAtTime(0.001, audio.currentTime + 0.4);
+        osc.connect(gain).connect(audio.destination);
+        osc.start(); osc.stop(audio.currentTime + 0.4);
+      } catch (_) { /* no audio device: the title count still tells */ }
     }
 
     function put(t) {
@@ -197,8 +219,12 @@
         document.getElementById("queue-live").classList.add("on");
       },
       json(msg) {
+        if (msg.type === "task.updated") showTaskOnTile(msg.task);
         if (msg.type === "ticket.opened" || msg.type === "ticket.claimed" || msg.type === "ticket.resolved") {
-          if (msg.type === "ticket.opened") gone.delete(msg.ticket.id);
+          if (msg.type === "ticket.opened") {
+            gone.delete(msg.ticket.id);
+            if (!tickets.has(msg.ticket.id)) chime();
+          }
           if (touched) touched.add(msg.ticket.id);
           put(msg.ticket);
           render();
@@ -207,6 +233,23 @@
       close() { document.getElementById("queue-live").classList.remove("on"); },
     });
     setInterval(() => document.querySelectorAll("#queue td.age").forEach((td) => { td.textContent = age(td.dataset.created); }), 1000);
+
+    // Each phone tile says which task runs on it, kept live from task.updated.
+    const ACTIVE = ["queued", "running", "waiting_operator", "waiting_user", "taken_over"];
+    function showTaskOnTile(task) {
+      const tile = document.querySelector(`.device-tile[data-device-id="${task.device_id}"]`);
+      if (!tile) return;
+      const label = tile.querySelector(".device-task");
+      if (ACTIVE.includes(task.status) && task.status !== "queued") {
+        label.dataset.taskId = task.id;
+        label.textContent = task.instruction.length > 40 ? task.instruction.slice(0, 39) + "…" : task.instruction;
+        label.title = task.instruction;
+      } else if (label.dataset.taskId === task.id) {
+        label.dataset.taskId = "";
+        label.textContent = "Idle";
+        label.title = "";
+      }
+    }
 
     // Live device grid: one socket per phone; the selected one is also shown large.
     const bigView = document.getElementById("big-view");
@@ -494,6 +537,26 @@
         down = null;
         send(action);
       });
+      // STF-style: with the live screen focused, the keyboard goes to the phone. Printable
+      // keys are gathered into one TYPE (a short pause ends it); Enter and Home are keys.
+      let typed = "", typedTimer = null;
+      const flushTyped = () => {
+        clearTimeout(typedTimer);
+        if (typed) send({type: "TYPE", text: typed});
+        typed = "";
+      };
+      screen.addEventListener("keydown", (e) => {
+        if (e.ctrlKey || e.metaKey || e.altKey) return;
+        let handled = true;
+        if (e.key.length === 1) {
+          typed += e.key;
+          clearTimeout(typedTimer);
+          typedTimer = setTimeout(flushTyped, 600);
+        } else if (e.key === "Enter") { flushTyped(); send({type: "PRESS_ENTER"}); }
+        else if (e.key === "Home") { flushTyped(); send({type: "PRESS_HOME"}); }
+        else handled = false;
+        if (handled) { e.preventDefault(); e.stopPropagation(); }
+      });
       document.querySelectorAll(".remote-keys button").forEach((b) =>
         b.addEventListener("click", () => send({type: b.dataset.key})));
       $("type-form").addEventListener("submit", (e) => {
@@ -557,9 +620,32 @@
       else if (key === "t") click("takeover");
     });
 
+    // The user's chat, live, and a way to write to them.
+    function appendChat(m) {
+      const list = $("chat");
+      if (list.querySelector(`[data-message-id="${m.id}"]`)) return;
+      const empty = list.querySelector("li.empty");
+      if (empty) empty.remove();
+      const who = m.sender === "user" ? (m.author || "user")
+        : m.sender === "operator" ? `Operator ${m.author || ""}`.trim()
+        : m.sender === "agent" ? "Agent" : "System";
+      list.append(el("li", {class: "from-" + m.sender, "data-message-id": m.id},
+        el("b", {}, who), " ", el("span", {class: "text"}, m.text)));
+      list.scrollTop = list.scrollHeight;
+    }
+    $("message-form").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const text = $("message-text").value;
+      try {
+        appendChat(await api("POST", `/tasks/${taskId}/messages`, {text}));
+        $("message-text").value = "";
+      } catch (err) { flash(err.message, true); }
+    });
+
     // Others' claims and resolutions show up here too.
     liveSocket("/ws/operator/", {
       json(msg) {
+        if (msg.type === "chat.message" && msg.task === taskId) appendChat(msg.message);
         if (msg.ticket && msg.ticket.id === ticketId && msg.type !== "ticket.opened") apply(msg.ticket);
         if (msg.type === "task.updated" && msg.task.id === taskId) { state.taskStatus = msg.task.status; refresh(); }
       },
