@@ -750,9 +750,11 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
     outcome = client.perform(task.device.name, checked)
     target = loop.target_node(checked, observation.nodes)
     entry = loop.history_entry(index, checked, DecidedBy.OPERATOR, outcome.changed, target)
+    # A refused input (TYPE with no field focused) is recorded as failed, as the agent's are.
     Step.objects.filter(id=step.id).update(
         status=StepStatus.DONE, screen_changed=outcome.changed, summary=entry.summary[:255],
-        outcome="changed" if outcome.changed else "unchanged", executed_at=timezone.now())
+        outcome=("changed" if outcome.changed else "unchanged") if outcome.ok
+        else f"error: {outcome.error}"[:255], executed_at=timezone.now())
     Task.objects.filter(id=task.id).update(cursor=index + 1)
     task.refresh_from_db()
     events.task_updated(task)

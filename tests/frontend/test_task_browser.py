@@ -206,3 +206,55 @@ def test_on_a_phone_the_pages_fit_and_the_task_list_is_live(browser, kairos_serv
         expect(row.locator(".status")).to_have_text("Aborted")
     finally:
         context.close()
+
+
+def test_the_step_list_says_only_true_things(login, kairos_server):
+    """Issue 15, item 9: approved steps, a step replaced by a take-over, a TYPE that
+    failed and an abort each read as what happened."""
+    from playwright.sync_api import expect
+
+    import uuid
+
+    user, operator = kairos_server.token("user"), kairos_server.token("operator")
+    console = login("operator")
+    console.goto(kairos_server.url + "/console/")
+    instruction = f"Set an alarm for 6:50 in Clock [{uuid.uuid4().hex[:6]}]"
+    code, task = kairos_server.api("POST", "/api/tasks", user, {
+        "instruction": instruction, "device": "sim-1", "threshold": 5})
+    assert code == 201, task
+    tid = task["id"]
+
+    def open_ticket(after: str = "") -> dict:
+        """The task's next ticket, awaited in the operator's live queue."""
+        rows = console.locator("#queue tbody tr[data-ticket-id]", has_text=instruction)
+        if after:
+            rows = rows.locator(f"xpath=self::*[not(@data-ticket-id='{after}')]")
+        expect(rows.first).to_be_visible(timeout=30_000)
+        ticket_id = rows.first.get_attribute("data-ticket-id")
+        return kairos_server.api("GET", f"/api/tickets/{ticket_id}", operator)[1]
+
+    try:
+        first = open_ticket()
+        assert kairos_server.api("POST", f"/api/tickets/{first['id']}/resolve", operator,
+                                 {"decision": "approve"})[0] == 200
+        second = open_ticket(after=first["id"])
+        assert kairos_server.api("POST", f"/api/tickets/{second['id']}/resolve", operator,
+                                 {"decision": "takeover"})[0] == 200
+        for action in ({"type": "PRESS_HOME"}, {"type": "TYPE", "text": "hello there"}):
+            code, body = kairos_server.api("POST", f"/api/tasks/{tid}/input", operator,
+                                           {"action": action})
+            assert code == 200, body
+        assert kairos_server.api("POST", f"/api/tasks/{tid}/abort", operator)[0] == 200
+
+        page = login("user")
+        page.goto(f"{kairos_server.url}/tasks/{tid}/")
+        steps = page.locator("#steps li")
+        expect(steps.nth(first["step"])).to_contain_text("by the agent, approved by an operator")
+        expect(steps.nth(second["step"])).to_contain_text("Handed to an operator")
+        expect(steps.nth(second["step"])).not_to_contain_text("stopped")
+        expect(page.locator("#steps")).to_contain_text("Went to the home screen by an operator")
+        expect(steps.last).to_contain_text("Tried: typed “hello there” — it did not work")
+        expect(page.locator("#steps")).not_to_contain_text("Waiting for a person")
+        expect(page.locator("#task-now")).to_have_text("An operator (operator) stopped this task.")
+    finally:
+        kairos_server.api("POST", f"/api/tasks/{tid}/abort", operator)
