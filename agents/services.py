@@ -446,7 +446,8 @@ def _finish_on(task: Task, action: Action, reason: str = "") -> None:
     else:
         status = TaskStatus.FAILED
         # The user is told why: the agent's own reason for giving up.
-        error = f"the agent believes this cannot be done: {reason.strip() or 'no reason given'}"
+        reason = reason.strip().rstrip(".") or "no reason given"
+        error = f"the agent believes this cannot be done: {reason}"
     finish_task(task, status, success=success, error=error[:2000])
 
 

@@ -258,3 +258,26 @@ def test_the_step_list_says_only_true_things(login, kairos_server):
         expect(page.locator("#task-now")).to_have_text("An operator (operator) stopped this task.")
     finally:
         kairos_server.api("POST", f"/api/tasks/{tid}/abort", operator)
+
+
+def test_a_failed_task_says_why(login, kairos_server):
+    """Issue 15, item 8: the agent's reason, not only "Could not finish."."""
+    from playwright.sync_api import expect
+
+    page = login("user")
+    page.goto(kairos_server.url + "/tasks/")
+    page.fill("textarea[name=instruction]", "Book me a flight to Paris")
+    page.select_option("select[name=device]", label="sim-2")
+    page.fill("input[name=threshold]", "0")
+    page.click("button:has-text('Start task')")
+    expect(page.locator("#task-status")).to_have_text("Failed", timeout=30_000)
+    expect(page.locator("#task-now")).to_contain_text("No installed app fits the goal")
+    expect(page.locator("#chat li.from-system").last).to_contain_text(
+        "Could not finish after 1 step: the agent believes this cannot be done")
+    expect(page.locator("#steps li").last).to_contain_text("Gave up")
+    page.reload()
+    expect(page.locator("#task-now")).to_contain_text("No installed app fits the goal")
+    expect(page.locator("#final-screen")).to_be_visible()
+    expect(page.locator("#live-screen-note")).to_contain_text("The screen when the task ended")
+    expect(page.locator("#task-now")).not_to_contain_text("..")
+    save_screenshot(page, "task-failed")

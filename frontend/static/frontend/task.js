@@ -121,7 +121,9 @@
     if (ACTIVE.indexOf(task.status) < 0) {
       var abort = el("abort-form");
       if (abort) abort.remove();
-      stopScreen(el("live-screen").hidden ? "The task has finished." : "The screen when the task ended.");
+      // After a reload the server already shows the final screenshot and says so.
+      stopScreen(el("final-screen") ? null
+        : el("live-screen").hidden ? "The task has finished." : "The screen when the task ended.");
       disableQuickReplies(null);
       // Nothing reads the chat of a finished task (the server refuses it too).
       input.disabled = true;
@@ -340,7 +342,7 @@
   }
   function stopScreen(text) {
     screenStopped = true;
-    el("live-screen-note").textContent = text;
+    if (text !== null) el("live-screen-note").textContent = text;
     if (screen) screen.close();
   }
 
