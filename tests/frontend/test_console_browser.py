@@ -370,10 +370,13 @@ def test_key_actions_are_drawn_as_legible_labelled_badges(
         save_screenshot(page, "console-press-back")
 
         # The editor's preview draws every other key action the same way.
-        page.get_by_role("button", name="Edit", exact=True).click()
+        page.get_by_role("button", name="Edit", exact=True).click()  # claims, then edits
+        expect(page.locator("#holder")).to_contain_text("held by you")
+        expect(page.locator("#edit-mark text")).to_contain_text("Back")
         for kind, word in [("PRESS_HOME", "Home"), ("PRESS_ENTER", "Enter"), ("WAIT", "Wait"),
                            ("COMPLETE", "Complete"), ("IMPOSSIBLE", "Impossible")]:
             page.locator("#edit-type").select_option(kind)
+            expect(page.locator("#edit-mark text")).to_contain_text(word)
             drawn = page.evaluate(CONTRAST_JS, "#edit-mark")
             assert word in drawn["label"] and drawn["contrast"] >= 4.5 and drawn["inside"], (kind, drawn)
         page.get_by_role("button", name="Cancel", exact=True).click()
@@ -400,7 +403,7 @@ def test_a_question_reaches_operators_only_after_the_timeout_and_the_users_answe
     user.goto(kairos_server.url + "/tasks/")
     instruction = f"Order a medium hot latte [{uuid.uuid4().hex[:6]}]"
     user.fill("textarea[name=instruction]", instruction)
-    user.select_option("select[name=device]", label="sim-2")
+    user.select_option("select[name=device]", label="sim-3")  # left with an order placed
     user.fill("input[name=threshold]", "0")
     user.click("button:has-text('Start task')")
     question = user.locator("#chat li.from-agent", has_text="sweetness")

@@ -267,7 +267,7 @@ def test_a_failed_task_says_why(login, kairos_server):
     page = login("user")
     page.goto(kairos_server.url + "/tasks/")
     page.fill("textarea[name=instruction]", "Book me a flight to Paris")
-    page.select_option("select[name=device]", label="sim-2")
+    page.select_option("select[name=device]", label="sim-4")  # at the home screen
     page.fill("input[name=threshold]", "0")
     page.click("button:has-text('Start task')")
     expect(page.locator("#task-status")).to_have_text("Failed", timeout=30_000)
