@@ -461,10 +461,13 @@ def closing_summary(task: Task, by: Any = None) -> str:
     if task.status == TaskStatus.SUCCEEDED:
         return f"Done in {count}."
     if task.status == TaskStatus.ABORTED:
+        prefix = f"aborted by {by}: " if by is not None else ""
+        why = f" Reason: {task.error[len(prefix):]}" if prefix and \
+            task.error.startswith(prefix) else ""
         if by is not None and getattr(by, "pk", None) == task.owner_id:
-            return f"You stopped this task after {count}."
+            return f"You stopped this task after {count}.{why}"
         if by is not None:
-            return f"An operator ({by.get_username()}) stopped this task after {count}."
+            return f"An operator ({by.get_username()}) stopped this task after {count}.{why}"
         return f"This task was stopped after {count}: {task.error or 'no reason given'}."
     return f"Could not finish after {count}: {task.error or 'no reason given'}."
 
@@ -617,6 +620,9 @@ def check_resolution(ticket: Ticket, decision: Any, action: Any = None,
         if isinstance(checked, ActionError):
             raise ServiceError(f"invalid action: {checked.message}")
         return Resolution(decision, action=checked)
+    if decision == Decision.ABORT and isinstance(answer, str) and answer.strip():
+        # An abort may say why; the user reads it in their chat.
+        return Resolution(decision, answer=check_message_text(answer))
     return Resolution(decision)
 
 
@@ -651,7 +657,8 @@ def _apply_resolution(ticket: Ticket, task: Task, resolution: Resolution, user: 
     step = ticket.step
     waiting = (TaskStatus.WAITING_OPERATOR, TaskStatus.WAITING_USER)
     if resolution.decision == Decision.ABORT:
-        finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}", by=user)
+        why = f": {resolution.answer}" if resolution.answer else ""
+        finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}{why}", by=user)
         return
     if resolution.decision == Decision.ANSWER:
         Task.objects.filter(id=task.id).update(answers=list(task.answers) + [resolution.answer])

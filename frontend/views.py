@@ -115,10 +115,13 @@ def now_text(task: Any, viewer: Any) -> str:
     if task.status == "succeeded":
         return "Finished."
     if task.status == "aborted":
-        who = task.error.removeprefix("aborted by ") if task.error.startswith("aborted by ") else ""
+        who, why = "", ""
+        if task.error.startswith("aborted by "):
+            who, _, why = task.error.removeprefix("aborted by ").partition(": ")
+        why = f" Reason: {why}" if why else ""
         if who and who == viewer.get_username():
-            return "You stopped this task."
-        return f"An operator ({who}) stopped this task." if who else \
+            return f"You stopped this task.{why}"
+        return f"An operator ({who}) stopped this task.{why}" if who else \
             f"Stopped: {task.error or 'no reason given'}."
     if task.status == "failed":
         return f"Could not finish: {task.error}." if task.error else "Could not finish."

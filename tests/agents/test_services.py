@@ -308,12 +308,12 @@ def test_an_abort_says_who_stopped_the_task_and_no_step_stays_waiting(demo, scri
     task = make_task(demo["user"])
     inline_steps.drain()
     ticket = Ticket.objects.get(task=task)
-    services.resolve_ticket(ticket, demo["operator"], "abort")
+    services.resolve_ticket(ticket, demo["operator"], "abort", answer="Wrong phone, sorry")
 
     task.refresh_from_db()
     assert task.status == TaskStatus.ABORTED
     assert task.steps.get(index=0).status == StepStatus.CANCELLED
     assert task.messages.order_by("-id").first().text == \
-        "An operator (operator) stopped this task after 0 steps."
+        "An operator (operator) stopped this task after 0 steps. Reason: Wrong phone, sorry"
     with pytest.raises(services.Conflict, match="the chat is closed"):
         services.post_message(task, demo["user"], "hello?")

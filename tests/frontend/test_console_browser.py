@@ -387,11 +387,17 @@ def test_key_actions_are_drawn_as_legible_labelled_badges(
         page.get_by_role("button", name="Abort", exact=True).click()
         expect(page.locator("#task-status")).to_have_text("waiting operator")
         assert asked and "Abort" in asked[0]
-        page.once("dialog", lambda d: d.accept())
+        page.once("dialog", lambda d: d.accept("There is no 'Flurb' in Coffee."))
         page.get_by_role("button", name="Abort", exact=True).click()
         expect(page).to_have_url(kairos_server.url + "/console/")
         _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
         assert detail["status"] == "aborted"
+        # The task's page says who stopped it and why.
+        page.goto(f"{kairos_server.url}/tasks/{task['id']}/")
+        expect(page.locator("#task-now")).to_have_text(
+            "You stopped this task. Reason: There is no 'Flurb' in Coffee.")
+        expect(page.locator("#chat li.from-system").last).to_contain_text(
+            "Reason: There is no 'Flurb' in Coffee.")
     finally:
         kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
 

@@ -586,8 +586,11 @@
       finally { state.busy = false; refresh(); }
     }
     async function abort() {
-      if (!window.confirm("Abort this task? The agent stops for good and the user is told that an operator stopped it.")) return;
-      if (isOpen()) return resolve("abort");
+      // Asks first; what the operator writes is the reason the user reads in their chat.
+      const why = window.prompt("Abort this task? The agent stops for good and the user is " +
+                                "told that you stopped it. Why (optional, shown to the user):", "");
+      if (why === null) return;
+      if (isOpen()) return resolve("abort", why.trim() ? {answer: why.trim()} : {});
       state.busy = true; refresh();
       try { const task = await api("POST", `/tasks/${taskId}/abort`); state.takeover = false; state.taskStatus = task.status; flash("Task aborted."); }
       catch (e) { flash(e.message, true); }

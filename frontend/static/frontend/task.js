@@ -94,9 +94,10 @@
       case "taken_over": return "An operator is using the phone for you.";
       case "succeeded": return "Finished.";
       case "aborted":
-        var who = /^aborted by (.+)$/.exec(task.error || "");
-        if (who && who[1] === me) return "You stopped this task.";
-        return who ? "An operator (" + who[1] + ") stopped this task."
+        var who = /^aborted by ([^:]+)(?:: ([\s\S]*))?$/.exec(task.error || "");
+        var why = who && who[2] ? " Reason: " + who[2] : "";
+        if (who && who[1] === me) return "You stopped this task." + why;
+        return who ? "An operator (" + who[1] + ") stopped this task." + why
           : "Stopped: " + (task.error || "no reason given") + ".";
       case "failed": return "Could not finish" + (task.error ? ": " + task.error + "." : ".");
     }
