@@ -480,3 +480,30 @@ def _the_console_tells_what_waits(page, kairos_server, operator_token, task) -> 
     _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
     said = [m for m in detail["messages"] if m["text"].startswith("Hello from support")]
     assert said and said[0]["sender"] == "operator"
+
+
+def test_an_idle_claim_goes_back_to_the_queue(login, kairos_server, operator_token,
+                                             task_factory):
+    """Issue 15, item 2: the page releases a claim nobody works on. The server's timeout
+    (KAIROS_CLAIM_TIMEOUT, 300 s) is shortened to 2 s in this page's HTML only."""
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    task = task_factory()
+    row = queue_row(page, task)
+    ticket_id = row.get_attribute("data-ticket-id")
+
+    def short_timeout(route: Any) -> None:
+        response = route.fetch()
+        body = response.text().replace('data-claim-timeout="300"', 'data-claim-timeout="2"')
+        assert 'data-claim-timeout="2"' in body
+        route.fulfill(response=response, body=body)
+
+    page.route(re.compile(rf"/console/tickets/{ticket_id}/$"), short_timeout)
+    row.locator("a").click()
+    page.get_by_role("button", name="Claim", exact=True).click()
+    expect(page.locator("#holder")).to_contain_text("held by you")
+    # Nobody touches the page: the claim lapses and the ticket is open again.
+    expect(page.locator("#holder")).to_contain_text("Ticket open")
+    expect(page.locator("#flash")).to_contain_text("Released after 2 s without activity")
+    _, ticket = kairos_server.api("GET", f"/api/tickets/{ticket_id}", operator_token)
+    assert ticket["status"] == "open" and ticket["assignee"] is None

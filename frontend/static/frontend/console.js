@@ -414,7 +414,8 @@
       if (holdsIt() && !state.busy && Date.now() - lastActivity >= idleLimit) {
         try {
           apply(await api("POST", `/tickets/${ticketId}/release`));
-          flash(`Released after ${Math.round(idleLimit / 60000)} min without activity; claim it again to go on.`);
+          const span = idleLimit >= 60000 ? `${Math.round(idleLimit / 60000)} min` : `${Math.round(idleLimit / 1000)} s`;
+          flash(`Released after ${span} without activity; claim it again to go on.`);
         } catch (_) { /* already gone: the socket tells */ }
       }
     }, Math.min(15000, idleLimit / 4));
