@@ -53,8 +53,6 @@ def home(request: HttpRequest) -> HttpResponse:
 
 def _usable_devices(user: Any):
     """The phones ``user`` may start tasks on (the same rule as services.access_device)."""
-    from django.db.models import Q
-
     devices = Device.objects.order_by("name")
     if services.is_operator(user):
         return devices
