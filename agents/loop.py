@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from agents.backends.base import HistoryEntry, Proposal, StepContext
+from agents.recommend import row_label
 from devices.actions import (
     CLICK, IMPOSSIBLE, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
 )
@@ -63,6 +64,15 @@ def target_node(action: Action | None, nodes: list[UINode]) -> UINode | None:
     return node_at(nodes, action.x, action.y, clickable_only=True) or node_at(
         nodes, action.x, action.y
     )
+
+
+def display_label(action: Action | None, nodes: list[UINode]) -> str:
+    """What a person calls the element ``action`` points at: its text, its description or
+    its row's caption — never the words of its resource id ("thread dr lee s office")."""
+    target = target_node(action, nodes)
+    if target is None:
+        return ""
+    return target.text or target.content_desc or row_label(target, nodes)
 
 
 def is_sensitive(action: Action | None, nodes: list[UINode]) -> bool:

@@ -215,6 +215,8 @@ def test_the_step_list_says_only_true_things(login, kairos_server):
 
     import uuid
 
+    from devices.actions import Action
+
     user, operator = kairos_server.token("user"), kairos_server.token("operator")
     console = login("operator")
     console.goto(kairos_server.url + "/console/")
@@ -240,7 +242,16 @@ def test_the_step_list_says_only_true_things(login, kairos_server):
         second = open_ticket(after=first["id"])
         assert kairos_server.api("POST", f"/api/tickets/{second['id']}/resolve", operator,
                                  {"decision": "takeover"})[0] == 200
-        for action in ({"type": "PRESS_HOME"}, {"type": "TYPE", "text": "hello there"}):
+        # A row named only by its id ("thread_mom") is tapped: it reads by its caption.
+        from devices.host import LocalDeviceClient, build_sim_host
+
+        offline = LocalDeviceClient(build_sim_host(["offline"]))
+        offline.perform("offline", Action("OPENAPP", app="Messages"))
+        row = next(n for n in offline.observe("offline").nodes
+                   if n.resource_id.endswith("thread_mom"))
+        mom = {"type": "CLICK", "x": row.center[0], "y": row.center[1]}
+        for action in ({"type": "OPENAPP", "app": "Messages"}, mom, {"type": "PRESS_HOME"},
+                       {"type": "TYPE", "text": "hello there"}):
             code, body = kairos_server.api("POST", f"/api/tasks/{tid}/input", operator,
                                            {"action": action})
             assert code == 200, body
@@ -253,6 +264,8 @@ def test_the_step_list_says_only_true_things(login, kairos_server):
         expect(steps.nth(second["step"])).to_contain_text("Handed to an operator")
         expect(steps.nth(second["step"])).not_to_contain_text("stopped")
         expect(page.locator("#steps")).to_contain_text("Went to the home screen by an operator")
+        expect(page.locator("#steps")).to_contain_text("Tapped “Mom” by an operator")
+        expect(page.locator("#steps")).not_to_contain_text("thread mom")
         expect(steps.last).to_contain_text("Tried: typed “hello there” — it did not work")
         expect(page.locator("#steps")).not_to_contain_text("Waiting for a person")
         expect(page.locator("#task-now")).to_have_text("An operator (operator) stopped this task.")

@@ -65,17 +65,12 @@
     if (action.type === "TYPE") return verb + " \u201c" + (action.text || "") + "\u201d";
     if (action.type === "OPENAPP") return verb + " " + (action.app || "an app");
     if (action.type === "SCROLL") return verb + " " + String(action.direction || "").toLowerCase();
-    var m = /'(.*)'/.exec(step.summary || "");
-    // A label made of an id's words ("thread dr lee s office") reads as nonsense.
-    var label = action.element && !/[_\/]/.test(action.element) ? action.element : (m ? m[1] : "");
-    if (label && !looksLikeId(label)) return verb + " \u201c" + label + "\u201d";
+    // The server names the element as a person would (its text or its row's caption);
+    // the summary's label may be the words of a resource id ("thread dr lee s office").
+    var label = step.target_label || (action.element && !/[_\/]/.test(action.element) ? action.element : "");
+    if (label) return verb + " \u201c" + label + "\u201d";
     if (action.type === "CLICK" || action.type === "LONG_CLICK") return verb + " the screen";
     return verb;
-  }
-
-  function looksLikeId(label) {
-    // The id fallback of a UI node's label is lower-case words from snake_case.
-    return /^[a-z0-9]+( [a-z0-9]+){2,}$/.test(label);
   }
 
   function whoDid(step, tickets) {
