@@ -36,7 +36,10 @@ def ticket_json(ticket: Any) -> dict[str, Any]:
         "assignee": ticket.assignee.get_username() if ticket.assignee_id else None,
         "device": task.device.name, "device_id": str(task.device_id),
         "instruction": task.instruction, "escalated": ticket.escalated,
-        "decision": ticket.decision or None,
+        "decision": ticket.decision or None, "answer": ticket.answer or None,
+        "resolved_by": ticket.resolved_by.get_username() if ticket.resolved_by_id else None,
+        "answered_by_user": bool(ticket.decision == "answer" and ticket.resolved_by_id
+                                 and ticket.resolved_by_id == task.owner_id),
         "created_at": ticket.created_at.isoformat() if ticket.created_at else None,
     }
 

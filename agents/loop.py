@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 
 from agents.backends.base import HistoryEntry, Proposal, StepContext
 from agents.safety import Harm, current_policy
+from agents.recommend import row_label
 from devices.actions import (
-    CLICK, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
+    CLICK, IMPOSSIBLE, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
 )
 from devices.uitree import UINode, node_at
 
@@ -68,6 +69,15 @@ def sensitive_harm(action: Action | None, nodes: list[UINode]) -> Harm | None:
     if action is None or action.type not in (CLICK, LONG_CLICK):
         return None
     return current_policy().assess(target_node(action, nodes), nodes)
+
+
+def display_label(action: Action | None, nodes: list[UINode]) -> str:
+    """What a person calls the element ``action`` points at: its text, its description or
+    its row's caption — never the words of its resource id ("thread dr lee s office")."""
+    target = target_node(action, nodes)
+    if target is None:
+        return ""
+    return target.text or target.content_desc or row_label(target, nodes)
 
 
 def is_sensitive(action: Action | None, nodes: list[UINode]) -> bool:
@@ -163,10 +173,13 @@ def decide(proposal: Proposal, ctx: StepContext, threshold: float) -> Decision:
         )
     confidence = proposal.confidence if proposal.confidence is not None else 0.0
     if confidence < threshold:
-        return Decision(
-            TICKET, action=action, reason=LOW_CONFIDENCE, target=target,
-            note=f"confidence {confidence:g} is below the threshold {threshold:g}",
-        )
+        note = f"confidence {confidence:g} is below the threshold {threshold:g}"
+        if action.type == IMPOSSIBLE:
+            # The person must know what they are asked to confirm: the agent's belief and
+            # its reason, not only a score.
+            note = (f"the agent believes this task cannot be done: "
+                    f"{proposal.thought or 'no reason given'} ({note})")
+        return Decision(TICKET, action=action, reason=LOW_CONFIDENCE, target=target, note=note)
     return Decision(EXECUTE, action=action, target=target)
 
 

@@ -10,6 +10,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable
 
@@ -488,7 +489,7 @@ def execute_step(task: Task, step: Step) -> str:
         Step.objects.filter(id=step.id).update(status=StepStatus.DONE, outcome="finished",
                                                summary=action.describe(),
                                                executed_at=timezone.now())
-        _finish_on(task, action)
+        _finish_on(task, action, reason=step.thought)
         return "finished"
     client = get_device_client()
     origin = _origin(task, step)
@@ -624,28 +625,64 @@ def _advance(task: Task, index: int, excluded: set[str] | None = None) -> str:
     return "scheduled"
 
 
-def _finish_on(task: Task, action: Action) -> None:
+def _finish_on(task: Task, action: Action, reason: str = "") -> None:
     success: bool | None = None
     if task.suite and task.suite_task:
         try:
             success = get_device_client().check(task.device.name, task.suite, task.suite_task)
         except DeviceError as exc:
             logger.warning("could not judge task %s: %s", task.id, exc)
+    error = ""
     if action.type == COMPLETE:
         status = TaskStatus.SUCCEEDED if success is not False else TaskStatus.FAILED
+        if status == TaskStatus.FAILED:
+            error = "the agent thought it was done, but the phone does not show what was asked"
     else:
         status = TaskStatus.FAILED
-    finish_task(task, status, success=success)
+        # The user is told why: the agent's own reason for giving up.
+        reason = reason.strip().rstrip(".") or "no reason given"
+        error = f"the agent believes this cannot be done: {reason}"
+    finish_task(task, status, success=success, error=error[:2000])
 
 
-def finish_task(task: Task, status: str, *, success: bool | None = None, error: str = "") -> bool:
-    """End a task (terminal ``status``); its phone goes to the next queued task."""
+def closing_summary(task: Task, by: Any = None) -> str:
+    """The last line of a finished task's chat: what happened, and why it ended."""
+    steps = task.steps.filter(status=StepStatus.DONE).exclude(executed_action=None)
+    done = steps.count()
+    helped = steps.filter(decided_by=DecidedBy.OPERATOR).count()
+    count = f"{done} step{'s' if done != 1 else ''}" + (
+        f", {helped} of them by an operator" if helped else "")
+    if task.status == TaskStatus.SUCCEEDED:
+        return f"Done in {count}."
+    if task.status == TaskStatus.ABORTED:
+        prefix = f"aborted by {by}: " if by is not None else ""
+        why = f" Reason: {task.error[len(prefix):]}" if prefix and \
+            task.error.startswith(prefix) else ""
+        if by is not None and getattr(by, "pk", None) == task.owner_id:
+            return f"You stopped this task after {count}.{why}"
+        if by is not None:
+            return f"An operator ({by.get_username()}) stopped this task after {count}.{why}"
+        return f"This task was stopped after {count}: {task.error or 'no reason given'}."
+    return f"Could not finish after {count}: {task.error or 'no reason given'}."
+
+
+def finish_task(task: Task, status: str, *, success: bool | None = None, error: str = "",
+                by: Any = None) -> bool:
+    """End an active task once (terminal ``status``); its phone goes to the next queued
+    task. ``by`` is the person who stopped it, if one did."""
     with transaction.atomic():
         won = Task.objects.filter(id=task.id, status__in=ACTIVE_TASK_STATUSES).update(
             status=status, success=success, error=error, finished_at=timezone.now())
         if not won:
             return False
         transaction.on_commit(lambda: _start_next_after(task.device_id))
+        # A step still waiting for a person will never run: say so instead of "waiting".
+        Step.objects.filter(task=task, status=StepStatus.WAITING).update(
+            status=StepStatus.CANCELLED, outcome="task ended")
+        task.refresh_from_db()
+        message = Message.objects.create(task=task, sender=Message.Sender.SYSTEM,
+                                         text=closing_summary(task, by))
+        events.chat_message(message)
         for ticket in Ticket.objects.filter(task=task, status__in=(TicketStatus.OPEN,
                                                                    TicketStatus.CLAIMED)):
             if Ticket.objects.filter(id=ticket.id, status=ticket.status).update(
@@ -682,7 +719,10 @@ def open_ticket(task: Task, step: Step | None, kind: str, reason: str, *, note: 
                                        note=note[:2000], question=question,
                                        options=options or [])
         task.refresh_from_db()
-        events.ticket_opened(ticket)
+        if kind != TicketKind.CLARIFICATION:
+            # A question goes to the user first; operators see it only once it is
+            # escalated (escalate_clarification), as docs/end-users.md promises.
+            events.ticket_opened(ticket)
         events.task_updated(task)
     return ticket
 
@@ -699,16 +739,46 @@ def open_clarification(task: Task, step: Step, question: str, options: list[str]
     return ticket
 
 
+def _stale_claim() -> Q:
+    """A claim whose holder has shown no sign of life for KAIROS_CLAIM_TIMEOUT seconds.
+
+    An operator's open ticket page renews its claim while they work; a closed laptop or a
+    crashed browser cannot release it, so after the timeout anyone may take it.
+    """
+    cutoff = timezone.now() - timedelta(seconds=float(settings.KAIROS_CLAIM_TIMEOUT))
+    return Q(status=TicketStatus.CLAIMED, claimed_at__lt=cutoff)
+
+
 def claim_ticket(ticket: Ticket, user: Any) -> Ticket:
+    """Take ``ticket`` for ``user``; the holder claiming again renews the claim."""
     with transaction.atomic():
-        won = Ticket.objects.filter(id=ticket.id, status=TicketStatus.OPEN).update(
-            status=TicketStatus.CLAIMED, assignee=user, claimed_at=timezone.now())
+        won = Ticket.objects.filter(
+            Q(status=TicketStatus.OPEN) | Q(status=TicketStatus.CLAIMED, assignee=user)
+            | _stale_claim(), id=ticket.id,
+        ).update(status=TicketStatus.CLAIMED, assignee=user, claimed_at=timezone.now())
+        was = (ticket.status, ticket.assignee_id)
         ticket.refresh_from_db()
         if not won:
-            if ticket.status == TicketStatus.CLAIMED and ticket.assignee_id == user.pk:
-                return ticket
             if ticket.status == TicketStatus.CLAIMED:
                 raise Conflict(f"{ticket.assignee} holds this ticket")
+            raise Conflict(f"this ticket is already {ticket.status}")
+        if was != (TicketStatus.CLAIMED, user.pk):
+            events.ticket_claimed(ticket)
+    return ticket
+
+
+def reassign_ticket(ticket: Ticket, admin: Any, to_user: Any) -> Ticket:
+    """An admin gives a still-open ticket to ``to_user`` (an operator), whoever holds it."""
+    if not is_admin(admin):
+        raise Forbidden("only admins reassign tickets")
+    if to_user is None or not is_operator(to_user):
+        raise ServiceError("tickets can only be given to an operator")
+    with transaction.atomic():
+        won = Ticket.objects.filter(
+            id=ticket.id, status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED),
+        ).update(status=TicketStatus.CLAIMED, assignee=to_user, claimed_at=timezone.now())
+        ticket.refresh_from_db()
+        if not won:
             raise Conflict(f"this ticket is already {ticket.status}")
         events.ticket_claimed(ticket)
     return ticket
@@ -755,6 +825,9 @@ def check_resolution(ticket: Ticket, decision: Any, action: Any = None,
         if isinstance(checked, ActionError):
             raise ServiceError(f"invalid action: {checked.message}")
         return Resolution(decision, action=checked)
+    if decision == Decision.ABORT and isinstance(answer, str) and answer.strip():
+        # An abort may say why; the user reads it in their chat.
+        return Resolution(decision, answer=check_message_text(answer))
     return Resolution(decision)
 
 
@@ -765,8 +838,8 @@ def resolve_ticket(ticket: Ticket, user: Any, decision: Any, action: Any = None,
     now = timezone.now()
     with transaction.atomic():
         won = Ticket.objects.filter(
-            Q(status=TicketStatus.OPEN) | Q(status=TicketStatus.CLAIMED, assignee=user),
-            id=ticket.id,
+            Q(status=TicketStatus.OPEN) | Q(status=TicketStatus.CLAIMED, assignee=user)
+            | _stale_claim(), id=ticket.id,
         ).update(status=TicketStatus.RESOLVED, decision=resolution.decision,
                  human_action=resolution.action.to_json() if resolution.action else None,
                  answer=resolution.answer, resolved_by=user, resolved_at=now,
@@ -789,7 +862,8 @@ def _apply_resolution(ticket: Ticket, task: Task, resolution: Resolution, user: 
     step = ticket.step
     waiting = (TaskStatus.WAITING_OPERATOR, TaskStatus.WAITING_USER)
     if resolution.decision == Decision.ABORT:
-        finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}")
+        why = f": {resolution.answer}" if resolution.answer else ""
+        finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}{why}", by=user)
         return
     if resolution.decision == Decision.ANSWER:
         Task.objects.filter(id=task.id).update(answers=list(task.answers) + [resolution.answer])
@@ -850,7 +924,7 @@ def _record_training(ticket: Ticket, task: Task, user: Any) -> None:
 
 
 def abort_task(task: Task, user: Any) -> Task:
-    if not finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}"):
+    if not finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}", by=user):
         task.refresh_from_db()
         raise Conflict(f"the task has already ended ({task.get_status_display().lower()})")
     task.refresh_from_db()
@@ -919,10 +993,13 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
             target = loop.target_node(checked, observation.nodes)
             entry = loop.history_entry(index, checked, DecidedBy.OPERATOR, outcome.changed,
                                        target)
+            # A refused input (TYPE with no field focused) is recorded as failed, as the
+            # agent's are.
             Step.objects.filter(id=step.id).update(
                 status=StepStatus.DONE, screen_changed=outcome.changed,
                 summary=entry.summary[:255],
-                outcome="changed" if outcome.changed else "unchanged",
+                outcome=("changed" if outcome.changed else "unchanged") if outcome.ok
+                else f"error: {outcome.error}"[:255],
                 executed_at=timezone.now())
         Task.objects.filter(id=task.id).update(cursor=index + 1)
         task.refresh_from_db()
@@ -971,6 +1048,10 @@ def post_message(task: Task, user: Any, text: Any, ticket_id: Any = None) -> Mes
     is_owner = task.owner_id == user.pk
     if not is_owner and not is_operator(user):
         raise Forbidden("this is not your task")
+    task.refresh_from_db(fields=["status"])
+    if task.is_finished:
+        # Nobody reads the chat of a finished task: refuse rather than lose the message.
+        raise Conflict("this task has finished; the chat is closed (start a new task instead)")
     with transaction.atomic():
         open_questions = task.tickets.filter(kind=TicketKind.CLARIFICATION, status__in=(
             TicketStatus.OPEN, TicketStatus.CLAIMED))

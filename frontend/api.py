@@ -226,10 +226,22 @@ def step_json(step: Any) -> dict[str, Any]:
         "index": step.index, "status": step.status, "action": step.executed_action,
         "proposed_action": step.proposed_action, "confidence": step.confidence,
         "by": step.decided_by, "thought": step.thought, "plan": step.plan,
-        "summary": step.summary, "outcome": step.outcome,
+        "summary": step.summary, "outcome": step.outcome, "target_label": _target_label(step),
         "screenshot_url": step.screenshot.url if step.screenshot else None,
         "prompt_tokens": step.prompt_tokens, "completion_tokens": step.completion_tokens,
     }
+
+
+def _target_label(step: Any) -> str:
+    """The executed action's element as a person names it (the task page shows it)."""
+    from agents.loop import display_label
+    from devices.actions import Action, validate_action
+    from devices.uitree import nodes_from_json
+
+    action = validate_action(step.executed_action) if step.executed_action else None
+    if not isinstance(action, Action) or action.x is None or not step.ui_nodes:
+        return ""
+    return display_label(action, nodes_from_json(step.ui_nodes))
 
 
 def task_detail(task: Any) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from functools import wraps
 from typing import Any, Callable
 
 from django.conf import settings
+from django.db.models import Q
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -12,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agents import services
-from agents.models import Step, Ticket, TicketStatus, TrainingRecord
+from agents.models import ACTIVE_TASK_STATUSES, Step, Task, Ticket, TicketStatus, TrainingRecord
 from devices.actions import Action, text_problem, validate_action
 from devices.models import Device
 from frontend.api import healthz_status
@@ -87,8 +88,11 @@ def task_detail(request: HttpRequest, task_id: Any) -> HttpResponse:
         except services.ServiceError as exc:
             messages.error(request, exc.detail)
         return redirect("task_detail", task_id=task.id)
+    steps = list(task.steps.order_by("index"))
+    shots = [s for s in steps if s.screenshot]
     return render(request, "frontend/task_detail.html", {
-        "task": task, "steps": task.steps.order_by("index"),
+        "task": task, "steps": steps, "now_text": now_text(task, request.user),
+        "final_shot": shots[-1] if task.is_finished and shots else None,
         "chat": task.messages.select_related("author"),
         "is_operator": services.is_operator(request.user),
         "open_question": task.tickets.filter(kind="clarification", status__in=(
@@ -96,12 +100,41 @@ def task_detail(request: HttpRequest, task_id: Any) -> HttpResponse:
     })
 
 
+def now_text(task: Any, viewer: Any) -> str:
+    """What the task page says is happening, in the viewer's words (task.js mirrors it)."""
+    if task.status == "succeeded":
+        return "Finished."
+    if task.status == "aborted":
+        who, why = "", ""
+        if task.error.startswith("aborted by "):
+            who, _, why = task.error.removeprefix("aborted by ").partition(": ")
+        why = f" Reason: {why}" if why else ""
+        if who and who == viewer.get_username():
+            return f"You stopped this task.{why}"
+        return f"An operator ({who}) stopped this task.{why}" if who else \
+            f"Stopped: {task.error or 'no reason given'}."
+    if task.status == "failed":
+        return f"Could not finish: {task.error}." if task.error else "Could not finish."
+    if task.status == "queued" and getattr(task, "queue_position", None):
+        # One task drives a phone at a time: this one waits for the tasks ahead of it.
+        return f"Queued, position {task.queue_position} — waiting for the phone."
+    return {"queued": "Waiting to start…", "waiting_user": "Waiting for your answer in the chat.",
+            "waiting_operator": "An operator is checking the next step.",
+            "taken_over": "An operator is using the phone for you."}.get(task.status, "Working…")
+
+
 @operator_required
 def console(request: HttpRequest) -> HttpResponse:
     tickets = Ticket.objects.select_related("task", "task__device", "step", "assignee").filter(
-        status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED)).order_by("created_at")
-    return render(request, "frontend/console.html", {"tickets": tickets,
-                                                     "devices": Device.objects.all()})
+        status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED)).exclude(
+        kind="clarification", escalated=False).order_by("created_at")
+    devices = list(Device.objects.order_by("name"))
+    active = {}
+    for task in Task.objects.filter(status__in=ACTIVE_TASK_STATUSES).order_by("created_at"):
+        active.setdefault(task.device_id, task)  # the oldest active task drives the phone
+    for device in devices:
+        device.active_task = active.get(device.id)
+    return render(request, "frontend/console.html", {"tickets": tickets, "devices": devices})
 
 
 @operator_required
@@ -116,9 +149,20 @@ def ticket_detail(request: HttpRequest, ticket_id: Any) -> HttpResponse:
         "ticket": ticket, "task": ticket.task, "step": step,
         "proposal_text": proposed.describe() if isinstance(proposed, Action) else "none",
         "history": ticket.task.steps.filter(status="done").order_by("index"),
-        "chat": ticket.task.messages.select_related("author"),
+        "chat": ticket.task.messages.select_related("author").order_by("created_at", "id"),
         "candidates": _candidates(step),
+        "is_admin": services.is_admin(request.user),
+        "operators": _operators() if services.is_admin(request.user) else [],
+        "claim_timeout": int(settings.KAIROS_CLAIM_TIMEOUT),
     })
+
+
+def _operators() -> list[str]:
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects.filter(is_active=True).filter(
+        Q(is_superuser=True) | Q(groups__name__in=("operators", "admins"))).distinct()
+    return sorted(u.get_username() for u in users)
 
 
 def _candidates(step: Any) -> list[dict[str, Any]]:
@@ -148,6 +192,14 @@ def ticket_action(request: HttpRequest, ticket_id: Any) -> HttpResponse:
         if decision == "release":
             services.release_ticket(ticket, request.user)
             return redirect("console")
+        if decision == "reassign":
+            from django.contrib.auth import get_user_model
+
+            to_user = get_user_model().objects.filter(
+                username=request.POST.get("assignee", "")).first()
+            services.reassign_ticket(ticket, request.user, to_user)
+            messages.success(request, f"Ticket given to {to_user}.")
+            return redirect("ticket_detail", ticket_id=ticket.id)
         action = None
         if decision == "edit":
             action = {"type": request.POST.get("type", "CLICK")}

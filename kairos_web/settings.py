@@ -233,6 +233,8 @@ KAIROS_SWEEP_INTERVAL = envfloat("KAIROS_SWEEP_INTERVAL", 10.0)
 if KAIROS_STALL_SECONDS <= KAIROS_DEVICE_TIMEOUT:
     # An action still in flight must never be taken for a dead one.
     raise ImproperlyConfigured("KAIROS_STALL_SECONDS must be longer than KAIROS_DEVICE_TIMEOUT")
+# Seconds after which an idle operator's claim on a ticket lapses (docs/console.md).
+KAIROS_CLAIM_TIMEOUT = envfloat("KAIROS_CLAIM_TIMEOUT", 300.0)
 KAIROS_SIM_DEVICES = [
     n.strip() for n in os.environ.get("KAIROS_SIM_DEVICES", "sim-1,sim-2").split(",") if n.strip()
 ]
@@ -250,7 +252,13 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
+        # Django's own console handler (DEBUG only) would print every warning a second
+        # time next to the root handler's line.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
         "django.channels.server": {"level": "WARNING"},
         "celery": {"level": "WARNING"},
+        # One line per HTTP request and WebSocket handshake (serve turns it on).
+        "uvicorn.access": {"level": "INFO"},
+        "uvicorn.error": {"level": "WARNING"},
     },
 }

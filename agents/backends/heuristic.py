@@ -892,6 +892,13 @@ class HeuristicBackend:
                 confidence = 3.0 if strength >= 0.5 else 2.0
                 return _Choice(Action(OPENAPP, app=app.name), confidence,
                                f"On the home screen; '{app.name}' is the closest app to the goal.")
+            here = next((a for a in ctx.apps if a.package == view.package), None)
+            if here is not None and _app_match(ctx.goal, tuple(ctx.apps))[0] is None:
+                # Inside a known app that does not fit either, the launcher would say the
+                # same after a chain of PRESS_BACKs a person must approve one by one: say
+                # it now, once. (An app we know nothing about may still be the right one.)
+                return _Choice(Action(IMPOSSIBLE), 1.0,
+                               f"No installed app fits the goal ('{here.name}' is open).")
             return None
         if view.package == app.package:
             return None

@@ -200,3 +200,23 @@ async def test_html_in_a_message_travels_as_plain_text(demo, latte):
     status = await database_sync_to_async(lambda: Task.objects.get(id=latte.id).status)()
     assert status in (TaskStatus.RUNNING, TaskStatus.QUEUED)
     await chat.disconnect()
+
+
+async def test_a_finished_task_says_how_it_ended_and_its_chat_refuses_messages(
+        demo, latte, inline_steps):
+    """Issue 15, item 8 and 10: the closing line arrives live; then the chat is closed."""
+    chat, ok = await connect(f"/ws/tasks/{latte.id}/", demo["user"])
+    assert ok is True
+    await database_sync_to_async(inline_steps.drain)()
+    await until(chat, from_sender("agent"))
+    await database_sync_to_async(services.abort_task)(latte, demo["user"])
+    closing, _ = await until(chat, from_sender("system"))
+    assert closing["message"]["text"].startswith("You stopped this task after")
+
+    await chat.send_json_to({"type": "chat.message", "text": "are you there?"})
+    refused, _ = await until(chat, lambda e: e["type"] == "error")
+    assert "the chat is closed" in refused["detail"] and refused["text"] == "are you there?"
+    count = await database_sync_to_async(
+        Message.objects.filter(task_id=latte.id, text="are you there?").count)()
+    assert count == 0
+    await chat.disconnect()

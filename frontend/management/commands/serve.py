@@ -115,6 +115,10 @@ class Command(BaseCommand):
             if settings.EMBEDDED else "full stack (workers and device host run separately)"
         self.stdout.write(f"Kairos on http://{host}:{port}/  — {mode}")
         self.stdout.flush()
+        # Logging stays Django's (settings.LOGGING): uvicorn must not add handlers of its
+        # own, or every line would be printed twice; its access log gives one line per
+        # request.
         config = uvicorn.Config(build_app(), host=host, port=port, lifespan="on",
-                                log_level="warning", ws_max_size=1 << 20)
+                                log_config=None, log_level=None, access_log=True,
+                                ws_max_size=1 << 20)
         uvicorn.Server(config).run()
