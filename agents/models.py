@@ -197,7 +197,11 @@ class Ticket(models.Model):
 
     class Meta:
         ordering = ["created_at"]
-        indexes = [models.Index(fields=["status", "created_at"])]
+        indexes = [
+            models.Index(fields=["status", "created_at"]),
+            # The admins' intervention log pages newest first, over any filter.
+            models.Index(fields=["-created_at"], name="ticket_newest_first"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} ticket ({self.reason}, {self.status})"
@@ -261,3 +265,22 @@ class TrainingRecord(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+
+
+class InstallationSettings(models.Model):
+    """Settings an admin changes at run time (one row, pk=1).
+
+    ``default_threshold`` is γ for new tasks on phones without their own; ``None`` keeps
+    ``KAIROS_DEFAULT_THRESHOLD`` (the environment is the initial default).
+    """
+
+    default_threshold = models.FloatField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        verbose_name = verbose_name_plural = "installation settings"
+
+    def __str__(self) -> str:
+        return "installation settings"

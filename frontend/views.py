@@ -4,7 +4,6 @@ from __future__ import annotations
 from functools import wraps
 from typing import Any, Callable
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -12,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agents import services
-from agents.models import Ticket, TicketStatus, TrainingRecord
+from agents.models import Ticket, TicketStatus
 from devices.actions import Action, validate_action
 from devices.models import Device
 from frontend.api import healthz_status
@@ -73,12 +72,12 @@ def task_list(request: HttpRequest) -> HttpResponse:
             return render(request, "frontend/task_list.html", {
                 "tasks": services.visible_tasks(request.user).filter(owner=request.user)[:50],
                 "devices": devices, "form": request.POST,
-                "default_threshold": settings.KAIROS_DEFAULT_THRESHOLD}, status=exc.status)
+                "default_threshold": services.default_threshold()}, status=exc.status)
         return redirect("task_detail", task_id=task.id)
     tasks = services.visible_tasks(request.user).filter(owner=request.user)[:50]
     return render(request, "frontend/task_list.html", {"tasks": tasks, "devices": devices,
                                                        "form": {}, "default_threshold":
-                                                       settings.KAIROS_DEFAULT_THRESHOLD})
+                                                       services.default_threshold()})
 
 
 @login_required
@@ -171,9 +170,3 @@ def ticket_action(request: HttpRequest, ticket_id: Any) -> HttpResponse:
         messages.error(request, exc.detail)
         return redirect("ticket_detail", ticket_id=ticket_id)
     return redirect("console")
-
-
-@admin_required
-def review(request: HttpRequest) -> HttpResponse:
-    records = TrainingRecord.objects.select_related("task", "operator").order_by("-created_at")[:200]
-    return render(request, "frontend/review.html", {"records": records})
