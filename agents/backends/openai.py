@@ -343,10 +343,7 @@ class OpenAIBackend:
     # --- prompts ------------------------------------------------------------------------
 
     def render(self, template: str, **values: Any) -> str:
-        """``agents/prompts/<template>.txt`` with ``$name`` placeholders filled in."""
-        text = (self.prompts_dir / f"{template}.txt").read_text(encoding="utf-8")
-        filled = string.Template(text).safe_substitute({k: str(v) for k, v in values.items()})
-        return re.sub(r"\n{3,}", "\n\n", filled).strip() + "\n"
+        return render_prompt(template, self.prompts_dir, **values)
 
     def _references(self, ctx: StepContext) -> str:
         goals = [g.strip() for g in ctx.references if g and g.strip()]
@@ -672,6 +669,17 @@ _ID_KEYS = ("ids", "id", "element_ids", "elements", "relevant", "relevant_ids",
 _ID_RE = re.compile(r"#?\s*(\d{1,7})")
 _MARK_RE = re.compile(r"#\s*(\d{1,7})\b")
 _ARRAY_RE = re.compile(r"\[[^\[\]]*\]")
+
+
+def render_prompt(template: str, prompts_dir: Path = PROMPTS_DIR, **values: Any) -> str:
+    """``<prompts_dir>/<template>.txt`` with ``$name`` placeholders filled in.
+
+    Also what ``export_training`` writes as a sample's prompt, so a model fine-tuned on
+    the export is prompted at run time exactly as it was trained.
+    """
+    text = (Path(prompts_dir) / f"{template}.txt").read_text(encoding="utf-8")
+    filled = string.Template(text).safe_substitute({k: str(v) for k, v in values.items()})
+    return re.sub(r"\n{3,}", "\n\n", filled).strip() + "\n"
 
 
 def parse_element_ids(text: Any, valid: set[int] | frozenset[int]) -> list[int]:

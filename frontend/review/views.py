@@ -4,8 +4,9 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 
 from agents import services
 from agents.models import Decision, TaskStatus, TicketKind, TicketReason
@@ -71,7 +72,24 @@ def calibration(request: HttpRequest) -> HttpResponse:
 
 @admin_required
 def export(request: HttpRequest) -> HttpResponse:
-    return render(request, "frontend/not_found.html", status=404)
+    """The log's current filter as a training-data zip, streamed while it is written."""
+    from agents.training.export import FORMATS, ExportFilter, stream_zip
+
+    f = LogFilter.from_query(request.GET)
+    fmt = request.GET.get("format", "llamafactory")
+    problems = list(f.errors)
+    if fmt not in FORMATS:
+        problems.append(f"format: '{fmt[:40]}' is not one of {', '.join(FORMATS)}")
+    episodes = request.GET.get("episodes", "") in ("1", "true", "on")
+    if problems:
+        return JsonResponse({"detail": "; ".join(problems)}, status=400)
+    stamp = timezone.now().strftime("%Y%m%d-%H%M")
+    name = f"kairos-{'episodes' if episodes else 'handoffs'}-{fmt}-{stamp}.zip"
+    response = StreamingHttpResponse(
+        stream_zip(fmt, ExportFilter(tickets=f.conditions()), episodes=episodes),
+        content_type="application/zip")
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 @admin_required
