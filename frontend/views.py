@@ -53,7 +53,7 @@ def _usable_devices(user: Any):
     """The phones ``user`` may start tasks on (the same rule as services.access_device)."""
     from django.db.models import Q
 
-    devices = Device.objects.order_by("name")
+    devices = Device.objects.filter(enabled=True).order_by("name")
     if services.is_operator(user):
         return devices
     return devices.filter(Q(users=None) | Q(users=user)).distinct()

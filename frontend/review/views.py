@@ -5,11 +5,16 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
-from django.shortcuts import render
+from django.conf import settings
+from django.contrib import messages
+from django.shortcuts import redirect, render
 from django.utils import timezone
 
 from agents import services
-from agents.models import Decision, TaskStatus, TicketKind, TicketReason
+from agents.models import (
+    Decision, InstallationSettings, TaskStatus, TicketKind, TicketReason,
+)
+from devices.models import Device
 from frontend.review.log import PENDING, SORT_LABELS, LogFilter, log_page
 from frontend.review.replay import build_replay
 from frontend.views import admin_required, operator_required
@@ -59,15 +64,68 @@ def replay(request: HttpRequest, task_id: Any) -> HttpResponse:
     return render(request, "frontend/review/replay.html", {"replay": data, "task": task})
 
 
-# Filled in by the following commits; listed here so the URL table is complete.
 @admin_required
 def metrics(request: HttpRequest) -> HttpResponse:
-    return render(request, "frontend/not_found.html", status=404)
+    from frontend.review.metrics import GROUPINGS, metrics_page
+
+    page = metrics_page(request.GET)
+    return render(request, "frontend/review/metrics.html", {
+        "page": page, "groupings": GROUPINGS,
+    }, status=400 if page.errors else 200)
 
 
 @admin_required
 def calibration(request: HttpRequest) -> HttpResponse:
-    return render(request, "frontend/not_found.html", status=404)
+    """GET: reliability and γ per backend. POST: an admin sets the default or a phone's γ."""
+    from frontend import services as admin_services
+    from frontend.review.calibration import DEFAULT_TARGET, calibration_page
+
+    errors: list[str] = []
+    status = 200
+    if request.method == "POST":
+        try:
+            scope = request.POST.get("scope", "")
+            if scope == "default":
+                gamma = admin_services.set_default_threshold(request.user,
+                                                             request.POST.get("gamma"))
+                messages.success(request, "Default γ for new tasks: " + (
+                    f"{gamma:g}" if gamma is not None else
+                    f"back to KAIROS_DEFAULT_THRESHOLD ({settings.KAIROS_DEFAULT_THRESHOLD:g})"))
+            elif scope == "device":
+                device = Device.objects.filter(name=request.POST.get("device", "")).first()
+                if device is None:
+                    raise services.NotFound(
+                        f"no phone named '{request.POST.get('device', '')[:64]}'")
+                gamma = admin_services.set_device_threshold(request.user, device,
+                                                            request.POST.get("gamma"))
+                messages.success(request, f"γ for new tasks on {device.name}: " + (
+                    f"{gamma:g}" if gamma is not None else "the installation default"))
+            else:
+                raise services.ServiceError("scope must be 'default' or 'device'")
+            return redirect("review_calibration")
+        except services.ServiceError as exc:
+            errors.append(exc.detail)
+            status = exc.status
+    raw_target = request.GET.get("target", "")
+    target = DEFAULT_TARGET
+    if raw_target:
+        try:
+            target = float(raw_target)
+            if not 0 < target < 1:
+                raise ValueError
+        except ValueError:
+            errors.append(f"target: '{raw_target[:20]}' is not an autonomy precision between "
+                          "0 and 1")
+            target, status = DEFAULT_TARGET, 400
+    page = calibration_page(target)
+    page.errors = errors
+    return render(request, "frontend/review/calibration.html", {
+        "page": page, "devices": Device.objects.order_by("name"),
+        "default_gamma": services.default_threshold(),
+        "stored_default": InstallationSettings.objects.filter(pk=1).values_list(
+            "default_threshold", flat=True).first(),
+        "env_default": settings.KAIROS_DEFAULT_THRESHOLD,
+    }, status=status)
 
 
 @admin_required
@@ -92,6 +150,22 @@ def export(request: HttpRequest) -> HttpResponse:
     return response
 
 
+
+AUDIT_PAGE_SIZE = 50
+
+
 @admin_required
 def audit(request: HttpRequest) -> HttpResponse:
-    return render(request, "frontend/not_found.html", status=404)
+    from frontend.models import AuditEntry
+
+    try:
+        number = max(1, int(request.GET.get("page", "1")))
+    except ValueError:
+        number = 1
+    entries = AuditEntry.objects.select_related("actor").order_by("-created_at", "-id")
+    total = entries.count()
+    pages = max(1, -(-total // AUDIT_PAGE_SIZE))
+    number = min(number, pages)
+    rows = entries[(number - 1) * AUDIT_PAGE_SIZE: number * AUDIT_PAGE_SIZE]
+    return render(request, "frontend/review/audit.html", {
+        "entries": rows, "total": total, "page": number, "pages": pages})
