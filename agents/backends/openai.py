@@ -31,7 +31,6 @@ import logging
 import os
 import random
 import re
-import string
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +47,7 @@ from agents.confidence import (
     Calibration, check_estimator, consistency_vote, logprob_score,
 )
 from agents.planning import compact_history
+from agents.prompting import PROMPTS_DIR, TOGGLE_GOAL_RE, render_prompt
 from agents.recommend import format_elements, recommend
 from agents.scoring import (
     ParseError, ScoredAction, find_score_span, parse_clarification, parse_json_object,
@@ -64,7 +64,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 DEFAULT_MODEL = "gpt-4o"
 PLANNING_MODES = ("inline", "separate")
 CLARIFY_MODES = ("inline", "separate", "off")
@@ -75,11 +74,6 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 # The LLM recommendation pathway answers a short list of ids; a cap keeps a rambling
 # model from making that call as costly as the action call.
 RECOMMEND_MAX_TOKENS = 256
-_TOGGLE_GOAL_RE = re.compile(
-    r"\b(?:turn|switch|toggle|set)\b.*\b(?:on|off)\b|\b(?:enable|disable|activate|deactivate|"
-    r"check|uncheck|tick|untick|mute|unmute|toggle|switch)\b",
-    re.IGNORECASE,
-)
 
 
 def llm_configured(environ: Mapping[str, str] | None = None) -> bool:
@@ -354,7 +348,7 @@ class OpenAIBackend:
     def _wants_toggle_note(self, ctx: StepContext, nodes: list[UINode]) -> bool:
         if self.toggle_note != "auto":
             return self.toggle_note == "always"
-        return bool(_TOGGLE_GOAL_RE.search(ctx.goal)) or any(n.checkable for n in nodes)
+        return bool(TOGGLE_GOAL_RE.search(ctx.goal)) or any(n.checkable for n in nodes)
 
     def _image_part(self, ctx: StepContext, nodes: list[UINode]) -> tuple[dict[str, Any], tuple[int, int]]:
         image = screenshot_for_prompt(
@@ -669,17 +663,6 @@ _ID_KEYS = ("ids", "id", "element_ids", "elements", "relevant", "relevant_ids",
 _ID_RE = re.compile(r"#?\s*(\d{1,7})")
 _MARK_RE = re.compile(r"#\s*(\d{1,7})\b")
 _ARRAY_RE = re.compile(r"\[[^\[\]]*\]")
-
-
-def render_prompt(template: str, prompts_dir: Path = PROMPTS_DIR, **values: Any) -> str:
-    """``<prompts_dir>/<template>.txt`` with ``$name`` placeholders filled in.
-
-    Also what ``export_training`` writes as a sample's prompt, so a model fine-tuned on
-    the export is prompted at run time exactly as it was trained.
-    """
-    text = (Path(prompts_dir) / f"{template}.txt").read_text(encoding="utf-8")
-    filled = string.Template(text).safe_substitute({k: str(v) for k, v in values.items()})
-    return re.sub(r"\n{3,}", "\n\n", filled).strip() + "\n"
 
 
 def parse_element_ids(text: Any, valid: set[int] | frozenset[int]) -> list[int]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import os
 import shutil
 import zipfile
 from collections import OrderedDict
@@ -106,6 +107,7 @@ class DirectorySink:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
+        self._last_dir: Path | None = None
 
     def open_text(self, name: str) -> IO[str]:
         path = self.root / name
@@ -114,7 +116,23 @@ class DirectorySink:
 
     def copy_image(self, storage_name: str, name: str) -> None:
         path = self.root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.parent != self._last_dir:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._last_dir = path.parent
+        try:
+            source = default_storage.path(storage_name)
+        except NotImplementedError:  # an object store: read it through the storage API
+            source = None
+        if source is not None:
+            if path.exists():
+                path.unlink()
+            try:
+                # Screenshots never change once written: a hard link is a copy that costs
+                # no disk and survives a later purge of the original.
+                os.link(source, path)
+            except OSError:  # another filesystem
+                shutil.copyfile(source, path)
+            return
         with default_storage.open(storage_name, "rb") as src, open(path, "wb") as dst:
             shutil.copyfileobj(src, dst)
 

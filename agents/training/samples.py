@@ -15,8 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
+from agents.prompting import TOGGLE_GOAL_RE, render_prompt
+from agents.recommend import format_elements
 from agents.training.labels import SCORE_RIGHT, score_label
 from devices.actions import Action, action_to_text, validate_action
+from devices.uitree import nodes_from_json
 
 IMAGE_TAG = "<image>"  # LLaMA-Factory's placeholder: one per entry of a sample's images
 
@@ -40,12 +43,9 @@ def target_text(action: Action, score: int, screen: tuple[int, int]) -> str:
 def prompt_text(*, goal: str, history: Sequence[str], ui_nodes: Iterable[dict[str, Any]],
                 screen: tuple[int, int], apps: Sequence[str] = ()) -> str:
     """The action prompt as the openai backend renders it, with the screenshot's tag."""
-    from agents.backends.openai import _TOGGLE_GOAL_RE, render_prompt
-    from agents.recommend import format_elements
-    from devices.uitree import nodes_from_json
 
     nodes = nodes_from_json(list(ui_nodes or []))
-    wants_toggle_note = bool(_TOGGLE_GOAL_RE.search(goal)) or any(n.checkable for n in nodes)
+    wants_toggle_note = bool(TOGGLE_GOAL_RE.search(goal)) or any(n.checkable for n in nodes)
     text = render_prompt(
         "action", goal=goal,
         toggle_note=render_prompt("toggle_note") if wants_toggle_note else "",

@@ -7,17 +7,25 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-BENCHES = ("observe", "loop", "tickets", "stream", "tokens")
+BENCHES = ("observe", "loop", "tickets", "stream", "tokens", "review")
 
 
 class Command(BaseCommand):
-    help = "Benchmarks: observe, loop, tickets, stream (--viewers N), tokens."
+    help = "Benchmarks: observe, loop, tickets, stream (--viewers N), tokens, review."
 
     def add_arguments(self, parser):
         parser.add_argument("name", choices=BENCHES)
         parser.add_argument("--json", action="store_true", help="one JSON object only")
         parser.add_argument("--viewers", type=int, default=1, help="stream: number of viewers")
         parser.add_argument("--samples", type=int, default=None, help="how many measurements")
+        parser.add_argument("--steps", type=int, default=100_000,
+                            help="review: steps to seed (default 100,000)")
+        parser.add_argument("--tickets", type=int, default=20_000,
+                            help="review: tickets to seed (default 20,000)")
+        parser.add_argument("--smoke", action="store_true",
+                            help="review: a small, quick run (600 steps, 120 tickets)")
+        parser.add_argument("--keep", action="store_true",
+                            help="review: leave the seeded log in the database")
 
     def handle(self, *args, name: str, **opts):
         result = self._run(name, opts)
@@ -44,6 +52,8 @@ class Command(BaseCommand):
             from agents.bench_tokens import bench_tokens
 
             return bench_tokens()
+        if name == "review":
+            return self._review(opts)
         if name in ("tickets", "stream"):
             from devices import bench_stream
 
@@ -53,3 +63,16 @@ class Command(BaseCommand):
                 raise CommandError("--viewers must be at least 1")
             return bench_stream.bench_stream(viewers=opts["viewers"])
         raise CommandError(f"unknown benchmark '{name}'")
+
+    def _review(self, opts) -> dict:
+        from frontend.review.bench import bench_review
+
+        steps, tickets = (600, 120) if opts["smoke"] else (opts["steps"], opts["tickets"])
+        if steps < 30 or tickets < 1:
+            raise CommandError("--steps must be at least 30 and --tickets at least 1")
+        result = bench_review(steps=steps, tickets=tickets, keep=opts["keep"],
+                              samples=opts["samples"] or (3 if opts["smoke"] else 15))
+        if not result["log_rows_by_filter"].get("none") or not result["replay_steps"] \
+                or not result["export_records"]:
+            raise CommandError(f"bench review measured nothing: {json.dumps(result)}")
+        return result
