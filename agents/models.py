@@ -131,6 +131,8 @@ class Step(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["task", "index"], name="unique_step_index"),
         ]
+        # The intervention log filters handoffs by the confidence of their step.
+        indexes = [models.Index(fields=["confidence"], name="step_confidence")]
 
     def __str__(self) -> str:
         return f"step {self.index} of {self.task_id}"
@@ -200,7 +202,7 @@ class Ticket(models.Model):
         indexes = [
             models.Index(fields=["status", "created_at"]),
             # The admins' intervention log pages newest first, over any filter.
-            models.Index(fields=["-created_at"], name="ticket_newest_first"),
+            models.Index(fields=["-created_at", "-id"], name="ticket_newest_first"),
         ]
 
     def __str__(self) -> str:

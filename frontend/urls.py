@@ -15,6 +15,7 @@ urlpatterns = [
     path("console/tickets/<uuid:ticket_id>/", views.ticket_detail, name="ticket_detail"),
     path("console/tickets/<uuid:ticket_id>/act", views.ticket_action, name="ticket_action"),
     path("review/", review.log, name="review"),
+    path("review/facets", review.facets, name="review_facets"),
     path("review/tasks/<uuid:task_id>/", review.replay, name="review_replay"),
     path("review/metrics/", review.metrics, name="review_metrics"),
     path("review/calibration/", review.calibration, name="review_calibration"),

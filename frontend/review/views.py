@@ -15,9 +15,30 @@ from agents.models import (
     Decision, InstallationSettings, TaskStatus, TicketKind, TicketReason,
 )
 from devices.models import Device
-from frontend.review.log import PENDING, SORT_LABELS, LogFilter, log_page
+from frontend.review.log import PENDING, SORT_LABELS, LogFilter, facet_counts, log_page
 from frontend.review.replay import build_replay
 from frontend.views import admin_required, operator_required
+
+
+def _filter_choices() -> dict[str, list[tuple[str, str]]]:
+    from django.contrib.auth import get_user_model
+    from django.db.models import Q
+
+    from agents.backends import backend_names
+
+    people = get_user_model().objects.filter(
+        Q(is_superuser=True) | Q(groups__name__in=("operators", "admins"))).distinct()
+    return {
+        "kind": [(c.value, c.label) for c in TicketKind],
+        "reason": [(c.value, c.label) for c in TicketReason],
+        "decision": [(c.value, c.label) for c in Decision] + [(PENDING, "Not decided yet")],
+        "status": [(c.value, c.label) for c in TaskStatus],
+        "device": [(n, n) for n in Device.objects.order_by("name").values_list("name",
+                                                                                flat=True)],
+        "backend": [(n, n) for n in sorted(backend_names())],
+        "operator": [(u, u) for u in people.order_by("username").values_list("username",
+                                                                              flat=True)],
+    }
 
 
 @admin_required
@@ -25,21 +46,23 @@ def log(request: HttpRequest) -> HttpResponse:
     f = LogFilter.from_query(request.GET)
     page = log_page(f)
     params = f.as_params()
-    choices = {
-        "kind": [(c.value, c.label) for c in TicketKind],
-        "reason": [(c.value, c.label) for c in TicketReason],
-        "decision": [(c.value, c.label) for c in Decision] + [(PENDING, "Not decided yet")],
-        "status": [(c.value, c.label) for c in TaskStatus],
-    }
     return render(request, "frontend/review/log.html", {
-        "page": page, "f": f, "choices": choices, "sorts": SORT_LABELS,
-        "facets": page.facets,
+        "page": page, "f": f, "choices": _filter_choices(), "sorts": SORT_LABELS,
         "query": urlencode(params),
         "prev_query": urlencode(f.as_params(page=page.page - 1)) if page.page > 1 else None,
         "next_query": urlencode(f.as_params(page=page.page + 1))
         if page.page < page.pages else None,
         "active": bool(params),
     }, status=400 if f.errors else 200)
+
+
+@admin_required
+def facets(request: HttpRequest) -> JsonResponse:
+    """Counts per facet under the log's filter (each facet without its own condition)."""
+    f = LogFilter.from_query(request.GET)
+    if f.errors:
+        return JsonResponse({"detail": "; ".join(f.errors)}, status=400)
+    return JsonResponse({"facets": facet_counts(f)})
 
 
 @operator_required
