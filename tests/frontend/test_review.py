@@ -32,8 +32,9 @@ def test_the_log_reads_like_a_person_wrote_it(client, demo, episodes):
     assert len(rows(page)) == 3
     by_task = {t: text(r) for r in rows(page) for t in ("Open the settings app",
                "Go back to the home screen", "Turn on Wi-Fi for me") if t in r}
-    approved, edited, taken = (by_task["Open the settings app"],
-                               by_task["Go back to the home screen"], by_task["Turn on Wi-Fi for me"])
+    approved = by_task["Open the settings app"]
+    edited = by_task["Go back to the home screen"]
+    taken = by_task["Turn on Wi-Fi for me"]
     assert "Tap ‘Settings’" in approved and "Approved" in approved and "Low confidence" in approved
     assert "agent was right" in approved and "operator" in approved
     assert "Edited : Pressed Home" in edited and "agent was wrong" in edited
@@ -198,6 +199,11 @@ def test_review_pages_refuse_everyone_but_admins(client, demo, episodes):
         client.force_login(demo[who])
         for url in admin_only:
             assert client.get(url).status_code == 403, (who, url)
+        assert client.post("/review/calibration/", {"scope": "default",
+                                                    "gamma": "1"}).status_code == 403
+    from agents.services import default_threshold
+
+    assert default_threshold() == 4.0  # the refused POST changed nothing
     client.force_login(demo["user"])
     assert client.get(f"/review/tasks/{task.id}/").status_code == 403
     client.logout()

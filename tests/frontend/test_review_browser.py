@@ -35,7 +35,6 @@ def test_an_admin_filters_the_log_replays_an_edit_and_exports_it(login, kairos_s
     page.goto(kairos_server.url + "/review/")
     total = int(page.locator("#log-total").inner_text().split()[0])
     assert total >= logged_work["interventions"]
-    save_screenshot(page, "review-log")
 
     page.select_option("select[name=decision]", "edit")
     page.get_by_role("button", name="Filter").click()
@@ -49,6 +48,7 @@ def test_an_admin_filters_the_log_replays_an_edit_and_exports_it(login, kairos_s
     approve = page.locator('.facet[data-facet="decision"] [data-value="approve"]')
     expect(approve).to_be_visible()
     assert "decision=approve" in approve.get_attribute("href")
+    save_screenshot(page, "review-log")
 
     # The row's link lands on its step, with the person's action drawn beside the agent's.
     link = rows.first.locator("a.replay-link")
