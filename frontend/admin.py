@@ -195,7 +195,10 @@ class InstallationSettingsAdmin(admin.ModelAdmin):
         return False
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        # The service writes the row and its audit entry; the admin then logs this object.
         services.set_default_threshold(request.user, form.cleaned_data["default_threshold"])
+        obj.pk = 1
+        obj.refresh_from_db()
 
 
 # --- API tokens --------------------------------------------------------------------------

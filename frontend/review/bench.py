@@ -171,6 +171,7 @@ def seed(steps: int, tickets: int) -> dict[str, Any]:
         resolved = bool(decision)
         ticket_rows.append(Ticket(
             kind=kind, reason=reason, task_id=task_id, step_id=step_id,
+            step_confidence=confidence,
             status="resolved" if resolved else "open", note="the confidence is below γ",
             question="Which one?" if kind == "clarification" else "",
             decision=decision, answer="the first" if decision == "answer" else "",

@@ -56,8 +56,8 @@ def decided_pairs() -> dict[str, list[tuple[float, bool]]]:
     rows = (Ticket.objects.filter(kind=TicketKind.INTERVENTION, status=TicketStatus.RESOLVED,
                                   decision__in=(Decision.APPROVE, Decision.EDIT,
                                                 Decision.TAKEOVER),
-                                  step__confidence__isnull=False)
-            .order_by().values_list("task__backend", "step__confidence", "decision")
+                                  step_confidence__isnull=False)
+            .order_by().values_list("task__backend", "step_confidence", "decision")
             .iterator(chunk_size=2000))
     out: dict[str, list[tuple[float, bool]]] = {}
     for backend, confidence, decision in rows:

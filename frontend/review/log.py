@@ -26,8 +26,9 @@ PENDING = "pending"  # the decision filter's value for tickets nobody decided ye
 
 SORTS = {
     "-when": ("-created_at", "-id"), "when": ("created_at", "id"),
-    "-confidence": (F("step__confidence").desc(nulls_last=True), "-created_at"),
-    "confidence": (F("step__confidence").asc(nulls_last=True), "-created_at"),
+    # Tickets without a scored step (a parse error) sort where each database puts NULL.
+    "-confidence": ("-step_confidence", "-created_at"),
+    "confidence": ("step_confidence", "-created_at"),
     "-wait": (F("wait").desc(nulls_last=True), "-created_at"),
     "wait": (F("wait").asc(nulls_last=True), "-created_at"),
 }
@@ -143,8 +144,8 @@ class LogFilter:
     def conditions(self, *, without: str = "") -> Q:
         """The filter as one Q on Ticket; ``without`` leaves one facet out (its counts).
 
-        Conditions on the task, the step and the operator are ``IN (subquery)`` rather
-        than joins, so the database can walk the tickets' own index (newest first) and
+        Conditions on the task and the operator are ``IN (subquery)`` rather than joins,
+        and the confidence is the ticket's own copy of its step's, so the database can walk the tickets' own index (newest first) and
         stop after a page, instead of joining every ticket first.
         """
         q = Q()
@@ -171,13 +172,10 @@ class LogFilter:
             task &= Q(instruction__icontains=self.q)
         if task:
             q &= Q(task_id__in=Task.objects.filter(task).values("id"))
-        step = Q()
         if self.min_conf is not None:
-            step &= Q(confidence__gte=self.min_conf)
+            q &= Q(step_confidence__gte=self.min_conf)
         if self.max_conf is not None:
-            step &= Q(confidence__lte=self.max_conf)
-        if step:
-            q &= Q(step_id__in=Step.objects.filter(step).values("id"))
+            q &= Q(step_confidence__lte=self.max_conf)
         return q
 
     def tickets(self) -> QuerySet[Ticket]:
@@ -273,7 +271,7 @@ _ROW_FIELDS = (
     "created_at", "resolved_at", "task_id", "step_id", "resolved_by_id",
     "task__id", "task__instruction", "task__backend", "task__threshold", "task__status",
     "task__device_id", "task__device__name", "task__device__id",
-    "step__id", "step__index", "step__confidence", "step__proposed_action",
+    "step_confidence", "step__id", "step__index", "step__proposed_action",
     "resolved_by__id", "resolved_by__username",
 )
 
@@ -356,7 +354,7 @@ def _row(t: Ticket, operator_actions: list[str]) -> LogRow:
         step_index=step.index if step else None, kind=t.get_kind_display(),
         reason=t.get_reason_display(), note=t.note,
         agent_action=action_words(step.proposed_action, done=False) if step else "–",
-        confidence=step.confidence if step else None, threshold=t.task.threshold,
+        confidence=t.step_confidence, threshold=t.task.threshold,
         decision=decision_words(t.decision, t.status), human_action=human,
         operator_actions=operator_actions,
         operator=t.resolved_by.username if t.resolved_by else "",

@@ -129,7 +129,7 @@ def metrics_page(params: Mapping[str, str]) -> MetricsPage:
                                   status=TicketStatus.RESOLVED,
                                   decision__in=(Decision.APPROVE, Decision.EDIT,
                                                 Decision.TAKEOVER))
-            .order_by().values_list(_key(by, "task__"), "decision", "step__confidence",
+            .order_by().values_list(_key(by, "task__"), "decision", "step_confidence",
                                     "task__threshold")):
         right = agent_was_right(decision)
         alone = confidence is not None and confidence >= threshold

@@ -92,6 +92,20 @@ def test_an_admin_sets_the_default_and_a_phones_gamma_for_new_tasks(client, demo
     assert "gamma.device" in audit and "admin" in audit
 
 
+def test_the_default_gamma_is_also_set_in_the_django_admin(client, demo):
+    client.force_login(demo["admin"])
+    response = client.post("/admin/agents/installationsettings/add/",
+                           {"default_threshold": "3"})
+    assert response.status_code == 302
+    assert services.default_threshold() == 3.0
+    response = client.post("/admin/agents/installationsettings/1/change/",
+                           {"default_threshold": "9"})
+    assert response.status_code == 200 and "γ must be between 0 and 5" in \
+        response.content.decode()
+    assert services.default_threshold() == 3.0
+    assert AuditEntry.objects.get().changes == {"default_threshold": [None, 3.0]}
+
+
 def _device_form(device: Device, **changes) -> dict:
     data = {"name": device.name, "kind": device.kind, "serial": device.serial,
             "enabled": "on" if device.enabled else "", "threshold": device.threshold or "",
