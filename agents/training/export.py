@@ -164,18 +164,33 @@ def _screen(width: Any, height: Any, device_w: Any, device_h: Any) -> tuple[int,
     return (int(width or device_w or 1080), int(height or device_h or 2400))
 
 
-_RECORD_FIELDS = (
-    "id", "ticket_id", "task_id", "step_index", "instruction", "goal", "screenshot",
-    "ui_nodes", "history", "plan", "agent_action", "agent_confidence", "human_action",
-    "decision", "reason", "question", "answer", "score_label", "operator__username",
-    "operator_seconds", "created_at", "task__backend", "task__device__name",
-    "task__device__width", "task__device__height", "task__device__apps",
+# What each format reads: a sample needs less than a full record.
+_SAMPLE_FIELDS = (
+    "id", "goal", "screenshot", "ui_nodes", "history", "agent_action", "human_action",
+    "decision", "task__device_id", "task__device__width", "task__device__height",
     "ticket__step__screen_width", "ticket__step__screen_height",
+)
+_RECORD_FIELDS = _SAMPLE_FIELDS + (
+    "ticket_id", "task_id", "step_index", "instruction", "plan", "agent_confidence",
+    "reason", "question", "answer", "score_label", "operator__username", "operator_seconds",
+    "created_at", "task__backend", "task__device__name",
 )
 
 
-def _apps(value: Any) -> list[str]:
-    return [str(a.get("name")) for a in value or [] if isinstance(a, dict) and a.get("name")]
+class _DeviceApps:
+    """Installed app names per phone, read once per phone rather than once per row."""
+
+    def __init__(self) -> None:
+        self._names: dict[Any, list[str]] = {}
+
+    def __call__(self, device_id: Any) -> list[str]:
+        if device_id not in self._names:
+            from devices.models import Device
+
+            apps = Device.objects.filter(id=device_id).values_list("apps", flat=True).first()
+            self._names[device_id] = [str(a.get("name")) for a in apps or []
+                                      if isinstance(a, dict) and a.get("name")]
+        return self._names[device_id]
 
 
 class Exporter:
@@ -188,6 +203,7 @@ class Exporter:
         self.fmt, self.filter, self.episodes = fmt, filt, episodes
         self.stats = ExportStats()
         self._exists: OrderedDict[str, bool] = OrderedDict()  # a small cache, not a list
+        self._apps = _DeviceApps()
 
     @property
     def data_name(self) -> str:
@@ -225,7 +241,8 @@ class Exporter:
     # handoffs ---------------------------------------------------------------------
 
     def _handoff_lines(self) -> Iterator[str]:
-        rows = self.filter.records().order_by("created_at", "id").values(*_RECORD_FIELDS)
+        fields = _RECORD_FIELDS if self.fmt == "jsonl" else _SAMPLE_FIELDS
+        rows = self.filter.records().order_by("created_at", "id").values(*fields)
         for row in rows.iterator(chunk_size=CHUNK):
             self.stats.records += 1
             has_image = self._image_exists(row["screenshot"])
@@ -241,7 +258,7 @@ class Exporter:
                 continue  # a multimodal sample without its screenshot teaches nothing
             prompt = prompt_text(goal=row["goal"], history=row["history"] or [],
                                  ui_nodes=row["ui_nodes"] or [], screen=screen,
-                                 apps=_apps(row["task__device__apps"]))
+                                 apps=self._apps(row["task__device_id"]))
             for sample in handoff_samples(decision=row["decision"],
                                           agent_action=row["agent_action"],
                                           human_action=row["human_action"], prompt=prompt,
@@ -274,7 +291,7 @@ class Exporter:
         "task_id", "index", "screenshot", "screen_width", "screen_height", "ui_nodes",
         "proposed_action", "confidence", "executed_action", "decided_by", "summary",
         "thought", "plan", "status", "task__instruction", "task__answers", "task__backend",
-        "task__status", "task__success", "task__device__name", "task__device__apps",
+        "task__status", "task__success", "task__device__name", "task__device_id",
         "task__created_at",
     )
 
@@ -315,7 +332,7 @@ class Exporter:
             screen = (row["screen_width"] or 1080, row["screen_height"] or 2400)
             if self.fmt == "llamafactory" and image and row["executed_action"]:
                 prompt = prompt_text(goal=goal, history=history, ui_nodes=row["ui_nodes"] or [],
-                                     screen=screen, apps=_apps(row["task__device__apps"]))
+                                     screen=screen, apps=self._apps(row["task__device_id"]))
                 sample = step_sample(executed_action=row["executed_action"],
                                      decided_by=row["decided_by"], decision=decision[0],
                                      task_succeeded=row["task__success"], prompt=prompt,

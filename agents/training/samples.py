@@ -12,10 +12,12 @@ which ``agents.scoring.parse_scored_action`` reads back to the same action and s
 """
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable, Sequence
 
-from agents.prompting import TOGGLE_GOAL_RE, render_prompt
+from agents.prompting import PROMPTS_DIR, TOGGLE_GOAL_RE, render_prompt
 from agents.recommend import format_elements
 from agents.training.labels import SCORE_RIGHT, score_label
 from devices.actions import Action, action_to_text, validate_action
@@ -43,20 +45,31 @@ def target_text(action: Action, score: int, screen: tuple[int, int]) -> str:
 def prompt_text(*, goal: str, history: Sequence[str], ui_nodes: Iterable[dict[str, Any]],
                 screen: tuple[int, int], apps: Sequence[str] = ()) -> str:
     """The action prompt as the openai backend renders it, with the screenshot's tag."""
-
     nodes = nodes_from_json(list(ui_nodes or []))
     wants_toggle_note = bool(TOGGLE_GOAL_RE.search(goal)) or any(n.checkable for n in nodes)
-    text = render_prompt(
-        "action", goal=goal,
-        toggle_note=render_prompt("toggle_note") if wants_toggle_note else "",
-        references="", step_section="",
-        history="\n".join(f"step {i}: {h}" for i, h in enumerate(history, 1)) or "(none)",
-        apps=", ".join(apps) or "(unknown)",
-        elements=format_elements(nodes, screen[0], screen[1]) or "(no elements)",
-        clarification_section="",
-    )
+    text = _action_prompt(wants_toggle_note, _mtime("action"), _mtime("toggle_note")) \
+        .safe_substitute(
+            goal=goal,
+            history="\n".join(f"step {i}: {h}" for i, h in enumerate(history, 1)) or "(none)",
+            apps=", ".join(apps) or "(unknown)",
+            elements=format_elements(nodes, screen[0], screen[1]) or "(no elements)")
     # The prompt ends with "Screenshot:"; the image goes right after it.
     return text.rstrip() + "\n" + IMAGE_TAG
+
+
+def _mtime(template: str) -> int:
+    return (PROMPTS_DIR / f"{template}.txt").stat().st_mtime_ns
+
+
+@lru_cache(maxsize=8)
+def _action_prompt(toggle_note: bool, *_mtimes: int) -> string.Template:
+    """The action prompt with what an exported sample leaves empty (references, the
+    separate plan's step section, the inline clarification) already rendered: only the
+    goal, history, apps and elements change from one sample to the next. The files'
+    modification times are part of the key, so an edited prompt is read again."""
+    return string.Template(render_prompt(
+        "action", toggle_note=render_prompt("toggle_note") if toggle_note else "",
+        references="", step_section="", clarification_section=""))
 
 
 def _action(data: Any, screen: tuple[int, int]) -> Action | None:
