@@ -102,8 +102,8 @@ class LogFilter:
             except FilterError as exc:
                 f.errors.append(f"{name}: {exc}")
 
-        read("since", _date)
-        read("until", _date)
+        read("since", parse_date)
+        read("until", parse_date)
         read("device", _text)
         read("backend", _text)
         read("kind", _choice({c.value for c in TicketKind}))
@@ -196,7 +196,7 @@ def _choice(allowed: set[str]):
     return parse
 
 
-def _date(raw: str) -> dt.date:
+def parse_date(raw: str) -> dt.date:
     try:
         return dt.date.fromisoformat(raw)
     except ValueError:

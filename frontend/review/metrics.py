@@ -17,7 +17,7 @@ from django.utils import timezone
 from agents.metrics import Proportion, TaskRecord, logged_decision_metrics, task_metrics
 from agents.models import Decision, Step, Task, Ticket, TicketKind, TicketStatus, TrainingRecord
 from agents.training.labels import agent_was_right
-from frontend.review.log import FilterError, _date
+from frontend.review.log import FilterError, parse_date
 
 GROUPINGS = {"day": "day", "week": "week", "backend": "backend", "device": "device"}
 DEFAULT_DAYS = 30
@@ -84,7 +84,7 @@ def parse(params: Mapping[str, str]) -> tuple[dt.date, dt.date, str, list[str]]:
         raw = (params.get(name) or "").strip()
         if raw:
             try:
-                value = _date(raw)
+                value = parse_date(raw)
             except FilterError as exc:
                 errors.append(f"{name}: {exc}")
                 continue

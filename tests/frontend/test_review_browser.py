@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 import zipfile
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
