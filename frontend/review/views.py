@@ -181,14 +181,19 @@ AUDIT_PAGE_SIZE = 50
 def audit(request: HttpRequest) -> HttpResponse:
     from frontend.models import AuditEntry
 
+    raw = request.GET.get("page", "1")
+    error = ""
     try:
-        number = max(1, int(request.GET.get("page", "1")))
+        number = int(raw)
+        if number < 1:
+            raise ValueError
     except ValueError:
-        number = 1
+        number, error = 1, f"page: '{raw[:20]}' is not a page number (1, 2, …)"
     entries = AuditEntry.objects.select_related("actor").order_by("-created_at", "-id")
     total = entries.count()
     pages = max(1, -(-total // AUDIT_PAGE_SIZE))
     number = min(number, pages)
     rows = entries[(number - 1) * AUDIT_PAGE_SIZE: number * AUDIT_PAGE_SIZE]
     return render(request, "frontend/review/audit.html", {
-        "entries": rows, "total": total, "page": number, "pages": pages})
+        "entries": rows, "total": total, "page": number, "pages": pages, "error": error},
+        status=400 if error else 200)

@@ -78,6 +78,8 @@ def test_an_admin_sets_the_default_and_a_phones_gamma_for_new_tasks(client, demo
     response = client.post("/review/calibration/", {"scope": "device", "device": "nope",
                                                     "gamma": "2"})
     assert response.status_code == 404
+    response = client.post("/review/calibration/", {"scope": "everything", "gamma": "2"})
+    assert response.status_code == 400 and "scope must be" in response.content.decode()
     assert services.default_threshold() == 3.5  # nothing was lost to the bad requests
 
     client.post("/review/calibration/", {"scope": "default", "gamma": ""})
@@ -90,6 +92,9 @@ def test_an_admin_sets_the_default_and_a_phones_gamma_for_new_tasks(client, demo
     ]
     audit = client.get("/review/audit/").content.decode()
     assert "gamma.device" in audit and "admin" in audit
+    bad = client.get("/review/audit/", {"page": "x"})
+    assert bad.status_code == 400 and "is not a page number" in bad.content.decode()
+    assert "gamma.device" in bad.content.decode()  # the trail is still shown
 
 
 def test_the_default_gamma_is_also_set_in_the_django_admin(client, demo):

@@ -26,6 +26,8 @@ class Command(BaseCommand):
                             help="review: a small, quick run (600 steps, 120 tickets)")
         parser.add_argument("--keep", action="store_true",
                             help="review: leave the seeded log in the database")
+        parser.add_argument("--reuse", action="store_true",
+                            help="review: measure the log a --keep run left (no new seed)")
 
     def handle(self, *args, name: str, **opts):
         result = self._run(name, opts)
@@ -71,6 +73,7 @@ class Command(BaseCommand):
         if steps < 30 or tickets < 1:
             raise CommandError("--steps must be at least 30 and --tickets at least 1")
         result = bench_review(steps=steps, tickets=tickets, keep=opts["keep"],
+                              reuse=opts["reuse"],
                               samples=opts["samples"] or (3 if opts["smoke"] else 15))
         if not result["log_rows_by_filter"].get("none") or not result["replay_steps"] \
                 or not result["export_records"]:
