@@ -76,6 +76,7 @@ class Command(BaseCommand):
                               reuse=opts["reuse"],
                               samples=opts["samples"] or (3 if opts["smoke"] else 15))
         if not result["log_rows_by_filter"].get("none") or not result["replay_steps"] \
-                or not result["export_records"]:
+                or not result["export_records"] or not result["export_samples"] \
+                or not result["export_images"]:
             raise CommandError(f"bench review measured nothing: {json.dumps(result)}")
         return result
