@@ -137,6 +137,13 @@ def test_the_log_filter_downloads_as_a_streamed_zip(client, demo, episodes, tmp_
     records = load_llamafactory(tmp_path)
     assert len(records) == 2  # the edited handoff: the agent's action and the person's
 
+    episodes = client.get("/review/export.zip", {"q": "wi-fi", "format": "jsonl",
+                                                 "episodes": "1"})
+    archive = zipfile.ZipFile(io.BytesIO(b"".join(episodes.streaming_content)))
+    lines = archive.read("kairos_episodes.jsonl").decode().splitlines()
+    assert [json.loads(x)["instruction"] for x in lines] == ["Turn on Wi-Fi for me"]
+    assert "dataset_info.json" not in archive.namelist()
+
     bad = client.get("/review/export.zip", {"format": "xml", "min_conf": "7"})
     assert bad.status_code == 400
     assert "format" in bad.json()["detail"] and "min_conf" in bad.json()["detail"]
