@@ -167,6 +167,7 @@ class Step(models.Model):
             models.UniqueConstraint(fields=["task", "index"], name="unique_step_index"),
         ]
 
+
     def __str__(self) -> str:
         return f"step {self.index} of {self.task_id}"
 
@@ -226,16 +227,31 @@ class Ticket(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="resolved_tickets",
     )
+    # The confidence of ``step`` when the ticket was opened (a step's proposal never
+    # changes): the intervention log filters and sorts 20,000s of tickets by it, which a
+    # join to the steps made slow.
+    step_confidence = models.FloatField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at"]
-        indexes = [models.Index(fields=["status", "created_at"])]
+        indexes = [
+            models.Index(fields=["status", "created_at"]),
+            # The admins' intervention log pages newest first, over any filter.
+            models.Index(fields=["-created_at", "-id"], name="ticket_newest_first"),
+            models.Index(fields=["step_confidence", "created_at"],
+                         name="ticket_step_confidence"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} ticket ({self.reason}, {self.status})"
+
+    def save(self, *args, **kwargs) -> None:
+        if self._state.adding and self.step_confidence is None and self.step is not None:
+            self.step_confidence = self.step.confidence
+        super().save(*args, **kwargs)
 
     @property
     def is_open(self) -> bool:
@@ -296,3 +312,22 @@ class TrainingRecord(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+
+
+class InstallationSettings(models.Model):
+    """Settings an admin changes at run time (one row, pk=1).
+
+    ``default_threshold`` is γ for new tasks on phones without their own; ``None`` keeps
+    ``KAIROS_DEFAULT_THRESHOLD`` (the environment is the initial default).
+    """
+
+    default_threshold = models.FloatField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        verbose_name = verbose_name_plural = "installation settings"
+
+    def __str__(self) -> str:
+        return "installation settings"

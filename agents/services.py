@@ -161,9 +161,24 @@ def check_instruction(text: Any) -> str:
     return text
 
 
-def check_threshold(value: Any) -> float:
+def default_threshold(device: Device | None = None) -> float:
+    """γ for a new task: the phone's own, else the admins' default, else the environment's.
+
+    Admins set the first two on /review/calibration/ (or in /admin/);
+    ``KAIROS_DEFAULT_THRESHOLD`` stays the initial default of an installation.
+    """
+    from agents.models import InstallationSettings
+
+    if device is not None and device.threshold is not None:
+        return float(device.threshold)
+    stored = InstallationSettings.objects.filter(pk=1).values_list(
+        "default_threshold", flat=True).first()
+    return float(stored if stored is not None else settings.KAIROS_DEFAULT_THRESHOLD)
+
+
+def check_threshold(value: Any, device: Device | None = None) -> float:
     if value is None:
-        return float(settings.KAIROS_DEFAULT_THRESHOLD)
+        return default_threshold(device)
     try:
         threshold = float(value)
     except (TypeError, ValueError):
@@ -227,7 +242,9 @@ def create_task(
     max_steps: int | None = None, start: bool = True,
 ) -> Task:
     instruction = check_instruction(instruction)
-    threshold = check_threshold(threshold)
+    if not device.enabled:
+        raise Conflict(f"the phone '{device.name}' is disabled by an admin")
+    threshold = check_threshold(threshold, device)
     backend = check_backend(backend, device)
     if backend == "oracle" and not suite:
         raise ServiceError("the oracle backend needs a suite task")
@@ -904,10 +921,10 @@ def _resume(task: Task, from_statuses: tuple, next_index: int) -> None:
 
 
 def _record_training(ticket: Ticket, task: Task, user: Any) -> None:
+    from agents.training.labels import score_label
+
     step = ticket.step
-    # OS-Kairos Eq. 3 ("action || score"): an approved action is a full-score example,
-    # a replaced one a low-score example; answers and aborts carry no action label.
-    label = {Decision.APPROVE: 5, Decision.EDIT: 1, Decision.TAKEOVER: 1}.get(ticket.decision)
+    label = score_label(ticket.decision)  # OS-Kairos Eq. 3, see agents/training/labels.py
     seconds = (ticket.resolved_at - ticket.created_at).total_seconds() if ticket.resolved_at \
         else None
     TrainingRecord.objects.create(

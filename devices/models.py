@@ -28,6 +28,11 @@ class Device(models.Model):
     height = models.PositiveIntegerField(default=2400)
     serial = models.CharField(max_length=128, blank=True, help_text="adb serial for real phones")
     apps = models.JSONField(default=list, blank=True, help_text="installed apps: name, package")
+    enabled = models.BooleanField(
+        default=True, help_text="A disabled phone takes no new tasks (an admin's switch).")
+    threshold = models.FloatField(
+        null=True, blank=True,
+        help_text="γ for new tasks on this phone, 0–5 (empty: the installation's default).")
     users = models.ManyToManyField(
         "auth.User", blank=True, related_name="devices",
         help_text="End users who may run tasks on this device (empty: everyone).",

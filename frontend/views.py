@@ -53,7 +53,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def task_list(request: HttpRequest) -> HttpResponse:
-    devices = services.usable_devices(request.user)
+    devices = services.usable_devices(request.user).filter(enabled=True)
     if request.method == "POST":
         try:
             device = services.access_device(request.user, request.POST.get("device", ""))
@@ -64,12 +64,12 @@ def task_list(request: HttpRequest) -> HttpResponse:
             return render(request, "frontend/task_list.html", {
                 "tasks": services.visible_tasks(request.user).filter(owner=request.user)[:50],
                 "devices": devices, "form": request.POST,
-                "default_threshold": settings.KAIROS_DEFAULT_THRESHOLD}, status=exc.status)
+                "default_threshold": services.default_threshold()}, status=exc.status)
         return redirect("task_detail", task_id=task.id)
     tasks = services.visible_tasks(request.user).filter(owner=request.user)[:50]
     return render(request, "frontend/task_list.html", {"tasks": tasks, "devices": devices,
                                                        "form": {}, "default_threshold":
-                                                       settings.KAIROS_DEFAULT_THRESHOLD})
+                                                       services.default_threshold()})
 
 
 @login_required
@@ -246,9 +246,3 @@ def media_file(request: HttpRequest, path: str) -> HttpResponse:
     response = serve(request, path, document_root=settings.MEDIA_ROOT)
     response["Cache-Control"] = "private, max-age=3600"
     return response
-
-
-@admin_required
-def review(request: HttpRequest) -> HttpResponse:
-    records = TrainingRecord.objects.select_related("task", "operator").order_by("-created_at")[:200]
-    return render(request, "frontend/review.html", {"records": records})

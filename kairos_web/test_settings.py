@@ -14,6 +14,6 @@ else:
 
 from kairos_web.settings import *  # noqa: E402,F401,F403
 
-# Hashing a password costs ~0.3 s by design; seed_demo hashes three per test. The tests
-# that log in through a real server use kairos_web.settings and keep the real hasher.
+# seed_demo hashes three passwords for nearly every test; PBKDF2's deliberate slowness
+# (~0.7 s each on the shared CI cores) protects nothing in a throwaway test database.
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -31,7 +31,6 @@ import logging
 import os
 import random
 import re
-import string
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +48,7 @@ from agents.confidence import (
     Calibration, check_estimator, consistency_vote, logprob_score,
 )
 from agents.planning import compact_history
+from agents.prompting import PROMPTS_DIR, TOGGLE_GOAL_RE, render_prompt
 from agents.recommend import format_elements, recommend
 from agents.scoring import (
     ParseError, ScoredAction, find_score_span, parse_clarification, parse_json_object,
@@ -66,7 +66,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 DEFAULT_MODEL = "gpt-4o"
 PLANNING_MODES = ("inline", "separate")
 CLARIFY_MODES = ("inline", "separate", "off")
@@ -77,11 +76,6 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 # The LLM recommendation pathway answers a short list of ids; a cap keeps a rambling
 # model from making that call as costly as the action call.
 RECOMMEND_MAX_TOKENS = 256
-_TOGGLE_GOAL_RE = re.compile(
-    r"\b(?:turn|switch|toggle|set)\b.*\b(?:on|off)\b|\b(?:enable|disable|activate|deactivate|"
-    r"check|uncheck|tick|untick|mute|unmute|toggle|switch)\b",
-    re.IGNORECASE,
-)
 
 
 def llm_configured(environ: Mapping[str, str] | None = None) -> bool:
@@ -369,10 +363,7 @@ class OpenAIBackend:
     # --- prompts ------------------------------------------------------------------------
 
     def render(self, template: str, **values: Any) -> str:
-        """``agents/prompts/<template>.txt`` with ``$name`` placeholders filled in."""
-        text = (self.prompts_dir / f"{template}.txt").read_text(encoding="utf-8")
-        filled = string.Template(text).safe_substitute({k: str(v) for k, v in values.items()})
-        return re.sub(r"\n{3,}", "\n\n", filled).strip() + "\n"
+        return render_prompt(template, self.prompts_dir, **values)
 
     def _references(self, ctx: StepContext) -> str:
         goals = [g.strip() for g in ctx.references if g and g.strip()]
@@ -383,7 +374,7 @@ class OpenAIBackend:
     def _wants_toggle_note(self, ctx: StepContext, nodes: list[UINode]) -> bool:
         if self.toggle_note != "auto":
             return self.toggle_note == "always"
-        return bool(_TOGGLE_GOAL_RE.search(ctx.goal)) or any(n.checkable for n in nodes)
+        return bool(TOGGLE_GOAL_RE.search(ctx.goal)) or any(n.checkable for n in nodes)
 
     def _image_part(self, ctx: StepContext, nodes: list[UINode]) -> tuple[dict[str, Any], tuple[int, int]]:
         image = screenshot_for_prompt(

@@ -7,11 +7,11 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-BENCHES = ("observe", "loop", "tickets", "stream", "tokens")
+BENCHES = ("observe", "loop", "tickets", "stream", "tokens", "review")
 
 
 class Command(BaseCommand):
-    help = "Benchmarks: observe, loop, tickets, stream (--viewers N), tokens."
+    help = "Benchmarks: observe, loop, tickets, stream (--viewers N), tokens, review."
 
     def add_arguments(self, parser):
         parser.add_argument("name", choices=BENCHES)
@@ -21,6 +21,16 @@ class Command(BaseCommand):
         parser.add_argument("--errands", default=None,
                             help="observe: time the oracle on this suite's multi-app tasks "
                                  "(default: every bundled one)")
+        parser.add_argument("--steps", type=int, default=100_000,
+                            help="review: steps to seed (default 100,000)")
+        parser.add_argument("--tickets", type=int, default=20_000,
+                            help="review: tickets to seed (default 20,000)")
+        parser.add_argument("--smoke", action="store_true",
+                            help="review: a small, quick run (600 steps, 120 tickets)")
+        parser.add_argument("--keep", action="store_true",
+                            help="review: leave the seeded log in the database")
+        parser.add_argument("--reuse", action="store_true",
+                            help="review: measure the log a --keep run left (no new seed)")
 
     def handle(self, *args, name: str, **opts):
         result = self._run(name, opts)
@@ -61,6 +71,8 @@ class Command(BaseCommand):
             from agents.bench_tokens import bench_tokens
 
             return bench_tokens()
+        if name == "review":
+            return self._review(opts)
         if name in ("tickets", "stream"):
             from devices import bench_stream
 
@@ -70,3 +82,18 @@ class Command(BaseCommand):
                 raise CommandError("--viewers must be at least 1")
             return bench_stream.bench_stream(viewers=opts["viewers"])
         raise CommandError(f"unknown benchmark '{name}'")
+
+    def _review(self, opts) -> dict:
+        from frontend.review.bench import bench_review
+
+        steps, tickets = (600, 120) if opts["smoke"] else (opts["steps"], opts["tickets"])
+        if steps < 30 or tickets < 1:
+            raise CommandError("--steps must be at least 30 and --tickets at least 1")
+        result = bench_review(steps=steps, tickets=tickets, keep=opts["keep"],
+                              reuse=opts["reuse"],
+                              samples=opts["samples"] or (3 if opts["smoke"] else 15))
+        if not result["log_rows_by_filter"].get("none") or not result["replay_steps"] \
+                or not result["export_records"] or not result["export_samples"] \
+                or not result["export_images"]:
+            raise CommandError(f"bench review measured nothing: {json.dumps(result)}")
+        return result
