@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agents import services
-from agents.models import ACTIVE_TASK_STATUSES, Step, Task, Ticket, TicketStatus, TrainingRecord
+from agents.models import ACTIVE_TASK_STATUSES, Step, Task, Ticket, TicketStatus
 from devices.actions import Action, text_problem, validate_action
 from devices.models import Device
 from frontend.api import healthz_status
