@@ -17,7 +17,7 @@ def copy_step_confidence(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0002_step_extra'),
+        ('agents', '0004_task_progress_and_recovery'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0002_step_extra'),
+        ('agents', '0003_step_calibrator_version'),
     ]
 
     operations = [
