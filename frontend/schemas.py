@@ -55,6 +55,7 @@ class DeviceOut(Out):
     id: str
     name: str
     kind: choices(DeviceKind.values)  # type: ignore[valid-type]
+    # "busy" while a task drives it (Device.live_status; CONTRACT, second build).
     status: choices(LIVE_DEVICE_STATUSES)  # type: ignore[valid-type]
     width: int
     height: int
@@ -120,6 +121,8 @@ class TaskSummaryOut(Out):
     interventions: int = 0
     clarifications: int = 0
     error: str = ""
+    # One task drives a phone at a time: 1 = next to start; None unless queued.
+    queue_position: int | None = None
 
 
 class TaskOut(TaskSummaryOut):
