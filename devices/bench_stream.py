@@ -227,20 +227,52 @@ def bench_tickets(samples: int = 50) -> dict[str, Any]:
 
 # --- stream --------------------------------------------------------------------------
 
-def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0) -> dict[str, Any]:
+class NothingToMeasure(RuntimeError):
+    """The bench could not set up what it measures (it would report 0 frames)."""
+
+
+def focus_text_field(phone: Any) -> None:
+    """Leave ``phone`` on a focused text field where every TYPE changes the screen.
+
+    Works through the device protocol only (observe/perform), so it serves any phone. Apps
+    may open behind a modal prompt (Maps asks for the location first) that swallows keys:
+    each app with a text field is tried, a prompt is dismissed with BACK, and the field is
+    accepted only once two different texts typed into it both changed the screen.
+    """
+    from devices.actions import Action
+
+    for app in phone.info.apps:
+        phone.perform(Action("PRESS_HOME"))
+        phone.perform(Action("OPENAPP", app=app.name))
+        for _ in range(3):
+            field = next((n for n in phone.observe().nodes if "Edit" in n.short_class), None)
+            if field is None:
+                break
+            phone.perform(Action("CLICK", x=field.center[0], y=field.center[1]))
+            if all(phone.perform(Action("TYPE", text=f"bench focus {n}")).changed
+                   for n in (1, 2)):
+                return
+            phone.perform(Action("PRESS_BACK"))  # a prompt in the way: dismiss it, retry
+    raise NothingToMeasure(f"no app on {phone.info.name} has a text field whose typing "
+                           "changes the screen; bench stream would measure 0 frames")
+
+
+def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
+                 device: str = "sim") -> dict[str, Any]:
     from django.db import connection
 
     from devices.actions import Action
     from devices.streaming import device_group
 
+    if device != "sim":
+        raise NothingToMeasure(f"unknown bench device '{device}' (use 'sim')")
     rig = _Rig()
     phone = rig.phone
-    # A text field whose content changes on every frame: no two frames are alike, so each
-    # received frame names the moment it was published.
-    phone.perform(Action("OPENAPP", app="Maps"))
-    field = next((n for n in phone.observe().nodes if "Edit" in n.short_class), None)
-    if field is not None:
-        phone.perform(Action("CLICK", x=field.center[0], y=field.center[1]))
+    try:
+        focus_text_field(phone)
+    except Exception:
+        rig.cleanup()
+        raise
     published: dict[bytes, float] = {}
     stop = threading.Event()
     measuring = threading.Event()
@@ -345,6 +377,7 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0) ->
     server_cpu = max(0.0, results["cpu_s"] - viewer_cpu)
     return {
         "bench": "stream", "viewers": viewers, "seconds": round(wall, 2),
+        "frames": sum(len(f) for f in results["frames"]),
         "screen_changes_per_s": DRIVE_HZ,
         "fps_per_viewer": round(min(per_viewer), 1) if per_viewer else 0.0,
         "fps_per_viewer_mean": round(statistics.mean(per_viewer), 1) if per_viewer else 0.0,

@@ -1,0 +1,51 @@
+"""Every ``bench`` runs once in its short smoke mode: a bench that measures nothing fails CI.
+
+``bench stream`` once reported 0 fps for weeks (the simulator's Maps opened behind a modal
+location prompt, so the bench's typing never changed the screen); these runs make such a
+regression a red build instead of a wrong number in docs/benchmarks.md.
+"""
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from agents.management.commands.bench import BENCHES, nothing_measured
+
+
+def run_bench(*args: str) -> dict:
+    out = io.StringIO()
+    call_command("bench", *args, "--smoke", "--json", stdout=out)
+    return json.loads(out.getvalue())
+
+
+@pytest.mark.parametrize("name", [b for b in BENCHES if b not in ("tickets", "stream")])
+def test_each_bench_measures_something_in_smoke_mode(name, transactional_db) -> None:
+    result = run_bench(name)
+    assert result["bench"] == name
+    assert nothing_measured(name, result) is None
+
+
+def test_bench_tickets_times_notifications_and_approvals(transactional_db) -> None:
+    result = run_bench("tickets")
+    assert result["samples"] == 2
+    assert result["notify_p95_ms"] > 0 and result["approve_to_action_p95_ms"] > 0
+
+
+def test_bench_stream_delivers_frames_to_every_viewer(transactional_db) -> None:
+    result = run_bench("stream", "--viewers", "2")
+    assert result["frames"] > 0
+    # The driver changes the screen 30 times a second; even a loaded CI machine shows
+    # each viewer several of those changes in the measured second.
+    assert result["fps_per_viewer"] >= 5
+    assert result["frame_latency_p95_ms"] is not None
+
+
+def test_a_bench_that_measured_nothing_exits_non_zero(transactional_db) -> None:
+    with pytest.raises(CommandError, match="unknown bench device"):
+        run_bench("stream", "--device", "no-such-phone")
+    assert nothing_measured("stream", {"frames": 0, "fps_per_viewer": 0.0})
+    assert nothing_measured("loop", {"steps": 0})
+    assert nothing_measured("observe", {"samples": 5}) is None
