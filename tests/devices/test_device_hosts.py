@@ -1,0 +1,175 @@
+"""Device hosts across machines: two (or three) ``device_host`` processes on one Redis.
+
+One host has simulated phones, one the fake adb phone (reached through the real adb
+server), and a third is configured with the first one's phone: it must wait, never drive
+it at the same time, and take it over when the first host dies.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+import pytest
+from django.db import connection
+
+from devices.adb.fake.rig import FakeAdbRig
+from devices.actions import Action
+from devices.host import DeviceError, RedisDeviceClient, announced_hosts
+from devices.models import Device
+from devices.sim import SimDevice
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+
+def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
+    """Poll for a state other processes produce (no event crosses to this process)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Hosts:
+    def __init__(self, env: dict[str, str], logs: Path):
+        self.env = env
+        self.logs = logs
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    def start(self, label: str, *args: str, **env: str) -> subprocess.Popen:
+        log = open(self.logs / f"device-host-{label}.log", "w")
+        proc = subprocess.Popen([sys.executable, "manage.py", "device_host", *args], cwd=ROOT,
+                                env=dict(self.env, **env), stdout=log, stderr=subprocess.STDOUT)
+        self.procs[label] = proc
+        return proc
+
+    def listing(self) -> list[dict]:
+        return announced_hosts(self.env["REDIS_URL"])
+
+    def listing_command(self) -> str:
+        out = subprocess.run([sys.executable, "manage.py", "device_host", "--list"],
+                             cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=60)
+        return out.stdout
+
+    def owner_of(self, name: str) -> str | None:
+        for host in self.listing():
+            if name in host["devices"]:
+                return host["host"]
+        return None
+
+    def stop_all(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+@pytest.fixture
+def hosts(tmp_path):
+    redis_url = os.environ["KAIROS_TEST_REDIS_URL"]
+    import redis
+
+    conn = redis.Redis.from_url(redis_url)
+    for key in conn.scan_iter("kairos:devhost:*"):
+        conn.delete(key)
+    db = urlparse(os.environ["DATABASE_URL"])
+    test_db_url = urlunparse(db._replace(path="/" + connection.settings_dict["NAME"]))
+    env = dict(os.environ, DATABASE_URL=test_db_url, REDIS_URL=redis_url, DEBUG="1",
+               PYTHONUNBUFFERED="1", DJANGO_SETTINGS_MODULE="kairos_web.settings",
+               KAIROS_DEVICE_TIMEOUT="3")
+    env.pop("KAIROS_TEST_REDIS_URL", None)
+    logs = ROOT / "var" / "test-artifacts"
+    logs.mkdir(parents=True, exist_ok=True)
+    hosts = Hosts(env, logs)
+    yield hosts
+    hosts.stop_all()
+
+
+@pytest.fixture
+def adb_rig():
+    rig = FakeAdbRig()
+    yield rig
+    rig.close()
+
+
+def test_two_hosts_on_one_redis_each_serve_their_own_phones(hosts, adb_rig) -> None:
+    phone = adb_rig.attach(SimDevice("fake-adb"))
+    Device.objects.create(name="hA-sim")
+    a = hosts.start("a", "--devices", "hA-sim", "--adb", "off")
+    hosts.start("b", "--devices", "", "--adb", "on", "--no-video",
+                ANDROID_ADB_SERVER_PORT=str(adb_rig.port), KAIROS_ADB_CONNECT=phone.serial)
+    wait_for(lambda: hosts.owner_of("hA-sim") and hosts.owner_of(phone.serial),
+             what="both hosts to announce their phones")
+    assert hosts.owner_of("hA-sim") != hosts.owner_of(phone.serial)
+
+    client = RedisDeviceClient(os.environ["KAIROS_TEST_REDIS_URL"], timeout=10)
+    assert client.info(phone.serial).kind == "adb"
+    assert client.perform(phone.serial, Action("OPENAPP", app="Shop")).ok
+    assert phone.sim.observe().app == "com.kairos.shop"  # the request reached that phone
+    assert client.observe("hA-sim").app == "com.android.launcher3"
+    row = wait_for(lambda: Device.objects.filter(name=phone.serial, status="online").first(),
+                   what="the adb phone's row")
+    assert row.kind == "adb" and (row.width, row.height) == (1080, 2400)
+
+    # A third host configured with host A's phone waits instead of driving it too.
+    hosts.start("c", "--devices", "hA-sim", "--adb", "off")
+    wait_for(lambda: any("hA-sim" in h.get("waiting", []) for h in hosts.listing()),
+             what="host C to wait for hA-sim")
+    owner_a = hosts.owner_of("hA-sim")
+    listed = hosts.listing_command()  # what an admin sees
+    assert f"{phone.serial} (adb)" in listed and "hA-sim (sim)" in listed
+    assert "hA-sim (waiting: another host owns it)" in listed
+
+    # Host A dies without a word: host C takes its phone over.
+    a.kill()
+    a.wait(10)
+    new_owner = wait_for(lambda: (hosts.owner_of("hA-sim") or "") not in ("", owner_a)
+                         and hosts.owner_of("hA-sim"), what="host C to take hA-sim over")
+    assert new_owner != owner_a
+    assert client.observe("hA-sim").nodes
+
+
+def test_a_dead_hosts_phones_go_offline_and_refuse_requests_at_once(hosts, adb_rig) -> None:
+    phone = adb_rig.attach(SimDevice("fake-adb"))
+    Device.objects.create(name="hS-sim")
+    hosts.start("s", "--devices", "hS-sim", "--adb", "off")
+    b = hosts.start("b", "--devices", "", "--adb", "on", "--no-video",
+                    ANDROID_ADB_SERVER_PORT=str(adb_rig.port), KAIROS_ADB_CONNECT=phone.serial)
+    wait_for(lambda: Device.objects.filter(name=phone.serial, status="online").exists(),
+             what="the adb phone online")
+    b.kill()
+    b.wait(10)
+    # the other host sees the owner key expire and marks the phone offline
+    wait_for(lambda: Device.objects.filter(name=phone.serial, status="offline").exists(),
+             what="the dead host's phone offline")
+    client = RedisDeviceClient(os.environ["KAIROS_TEST_REDIS_URL"], timeout=10)
+    started = time.monotonic()
+    with pytest.raises(DeviceError, match="offline"):
+        client.observe(phone.serial)
+    assert time.monotonic() - started < 2  # told at once, not after the timeout
+
+
+def test_an_unplugged_phone_goes_offline_and_comes_back_online(hosts, adb_rig) -> None:
+    phone = adb_rig.attach(SimDevice("fake-adb"))
+    hosts.start("b", "--devices", "", "--adb", "on", "--no-video",
+                ANDROID_ADB_SERVER_PORT=str(adb_rig.port), KAIROS_ADB_CONNECT=phone.serial)
+    wait_for(lambda: Device.objects.filter(name=phone.serial, status="online").exists(),
+             what="the adb phone online")
+    phone.adbd.unplug()
+    wait_for(lambda: Device.objects.filter(name=phone.serial, status="offline").exists(),
+             what="the unplugged phone offline")
+    phone.adbd.plug()
+    wait_for(lambda: Device.objects.filter(name=phone.serial, status="online").exists(),
+             what="the phone online again")
+    client = RedisDeviceClient(os.environ["KAIROS_TEST_REDIS_URL"], timeout=10)
+    assert client.observe(phone.serial).nodes
