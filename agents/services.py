@@ -28,7 +28,7 @@ from agents.models import (
 )
 from devices.actions import COMPLETE, IMPOSSIBLE, TERMINAL_TYPES, Action, ActionError, validate_action
 from devices.host import DeviceError, get_device_client
-from devices.models import Device
+from devices.models import Device, DeviceStatus
 from devices.uitree import nodes_from_json
 
 logger = logging.getLogger(__name__)
@@ -158,6 +158,28 @@ def check_backend(name: Any, device: Device) -> str:
     return name
 
 
+def devices_json(devices: Any) -> list[dict[str, Any]]:
+    """Devices as the API lists them: ``status`` is ``offline`` as its host reports, else
+    ``busy`` while a task runs on it, else ``online``."""
+    devices = list(devices)
+    busy = set(Task.objects.filter(device__in=devices, status__in=ACTIVE_TASK_STATUSES)
+               .exclude(status=TaskStatus.QUEUED).values_list("device_id", flat=True))
+    out = []
+    for device in devices:
+        data = device.to_json()
+        if device.status != DeviceStatus.OFFLINE and device.id in busy:
+            data["status"] = "busy"
+        out.append(data)
+    return out
+
+
+def check_device_online(device: Device) -> None:
+    """A phone its device host reports offline (unplugged, its host stopped) takes no task."""
+    if device.status == DeviceStatus.OFFLINE:
+        raise Conflict(f"device '{device.name}' is offline: plug it in (or start the "
+                       "device_host of its machine) and try again")
+
+
 def create_task(
     owner: Any, device: Device, instruction: Any, *, threshold: Any = None,
     backend: str | None = None, suite: str = "", suite_task: str = "",
@@ -166,6 +188,7 @@ def create_task(
     instruction = check_instruction(instruction)
     threshold = check_threshold(threshold)
     backend = check_backend(backend, device)
+    check_device_online(device)
     if backend == "oracle" and not suite:
         raise ServiceError("the oracle backend needs a suite task")
     with transaction.atomic():

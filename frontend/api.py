@@ -120,7 +120,7 @@ def task_detail(task: Any) -> dict[str, Any]:
 
 @api.get("/devices", response=list[DeviceOut], tags=["devices"])
 def list_devices(request: HttpRequest):
-    return [d.to_json() for d in Device.objects.all()]
+    return services.devices_json(Device.objects.all())
 
 
 @api.post("/tasks", response={201: dict}, tags=["tasks"])
