@@ -344,7 +344,7 @@ def _propose_step(task: Task, index: int) -> Step | None:
     ctx = StepContext(
         instruction=task.instruction, observation=observation, history=_history(task),
         answers=list(task.answers), excluded_elements=set(task.excluded_elements),
-        apps=client.info(task.device.name).apps if task.device.kind == "sim" else (),
+        apps=client.info(task.device.name).apps,  # adb phones list theirs too
         references=_references(task), asked=list(task.asked), step_index=index,
     )
     try:
