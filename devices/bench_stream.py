@@ -51,19 +51,21 @@ class LowConfidenceBackend(AlternatingBackend):
 class _Rig:
     """The bench's phone, operator, server and cleanup."""
 
-    def __init__(self) -> None:
+    def __init__(self, phone: Any = None) -> None:
         from django.contrib.auth.models import Group, User
         from django.test import Client
 
-        from devices.host import LocalDeviceClient, build_sim_host, set_device_client
+        from devices.host import DeviceHost, LocalDeviceClient, build_sim_host, set_device_client
         from devices.models import Device
         from frontend.models import ApiToken
 
-        self.host = build_sim_host([BENCH_DEVICE])
+        self.host = (DeviceHost({BENCH_DEVICE: phone}) if phone is not None
+                     else build_sim_host([BENCH_DEVICE]))
         self.phone = self.host.device(BENCH_DEVICE)
         set_device_client(LocalDeviceClient(self.host))
         self.device, _ = Device.objects.update_or_create(
-            name=BENCH_DEVICE, defaults={"width": self.phone.info.width,
+            name=BENCH_DEVICE, defaults={"kind": self.phone.info.kind,
+                                         "width": self.phone.info.width,
                                          "height": self.phone.info.height})
         self.user, _ = User.objects.get_or_create(username=BENCH_OPERATOR)
         self.user.groups.add(Group.objects.get_or_create(name="operators")[0])
@@ -258,33 +260,46 @@ def focus_text_field(phone: Any) -> None:
 
 
 def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
-                 device: str = "sim") -> dict[str, Any]:
+                 device: str = "sim", drive_hz: float = DRIVE_HZ) -> dict[str, Any]:
+    """``device`` "sim": the simulator's frames straight to the fan-out. "adb-fake": the
+    adb driver's scrcpy video through the real adb server from a fake phone that encodes
+    the simulator's screen to H.264 (decode + JPEG once per frame, then the fan-out);
+    latency runs from the fake phone's encoder to the viewer's socket."""
     from django.db import connection
 
     from devices.actions import Action
     from devices.streaming import device_group
 
-    if device != "sim":
-        raise NothingToMeasure(f"unknown bench device '{device}' (use 'sim')")
-    rig = _Rig()
-    phone = rig.phone
+    if device not in ("sim", "adb-fake"):
+        raise NothingToMeasure(f"unknown bench device '{device}' (use 'sim' or 'adb-fake')")
+    adb: dict[str, Any] = {}
+    if device == "adb-fake":
+        adb = _adb_fake_phone()
+        rig = _Rig(adb["device"])
+        phone = adb["sim"]  # the driver changes the simulated screen behind the fake phone
+    else:
+        rig = _Rig()
+        phone = rig.phone
     try:
         focus_text_field(phone)
     except Exception:
         rig.cleanup()
+        _close_adb(adb)
         raise
     published: dict[bytes, float] = {}
     stop = threading.Event()
+    stop_driving = threading.Event()
     measuring = threading.Event()
+    last_seen: list[bytes] = [b""] * viewers
     results: dict[str, Any] = {}
 
     def drive() -> None:
         n = 0
         next_at = time.perf_counter()
-        while not stop.is_set():
+        while not stop.is_set() and not stop_driving.is_set():
             n += 1
             phone.perform(Action("TYPE", text=f"bench {n}"))
-            next_at += 1 / DRIVE_HZ
+            next_at += 1 / drive_hz
             delay = next_at - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)  # the driver paces the screen; nothing to await
@@ -305,6 +320,7 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
                     if isinstance(message, str):
                         continue
                     now = time.perf_counter()
+                    last_seen[i] = message
                     if connecting:
                         first.append((now - connecting) * 1000)
                         connecting = 0.0
@@ -337,11 +353,16 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
         async def publish() -> None:
             last = -1
             while not stop.is_set():
-                frame = await asyncio.to_thread(phone.wait_for_frame, last, 0.5)
+                frame = await asyncio.to_thread(rig.phone.wait_for_frame, last, 0.5)
                 if frame is None:
                     continue
                 last = frame.number
-                published[frame.jpeg] = time.perf_counter()
+                if adb:
+                    encoded = adb["encoded_at"](frame.jpeg)
+                    if encoded is not None:
+                        published[frame.jpeg] = encoded
+                else:
+                    published[frame.jpeg] = time.perf_counter()
                 await layer.group_send(layer_group, {
                     "type": "screen.frame", "number": frame.number, "jpeg": frame.jpeg,
                     "width": frame.width, "height": frame.height})
@@ -358,6 +379,9 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
         measuring.clear()
         results["cpu_s"] = time.process_time() - cpu_start
         results["wall_s"] = time.perf_counter() - wall_start
+        if adb:
+            results["last_frame_shown"] = await _last_frame_shown(adb, driver, stop_driving,
+                                                                  last_seen)
         stop.set()
         await asyncio.to_thread(watcher.join, 10)
         await asyncio.to_thread(driver.join, 10)
@@ -369,6 +393,7 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
         _run(main)
     finally:
         rig.cleanup()
+        _close_adb(adb)
     wall = results["wall_s"]
     per_viewer = [len(f) / wall for f in results["frames"]]
     latencies = results["latencies"]
@@ -378,15 +403,76 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
     return {
         "bench": "stream", "viewers": viewers, "seconds": round(wall, 2),
         "frames": sum(len(f) for f in results["frames"]),
-        "screen_changes_per_s": DRIVE_HZ,
+        "screen_changes_per_s": drive_hz,
         "fps_per_viewer": round(min(per_viewer), 1) if per_viewer else 0.0,
         "fps_per_viewer_mean": round(statistics.mean(per_viewer), 1) if per_viewer else 0.0,
         "frame_latency_p50_ms": round(statistics.median(latencies), 2) if latencies else None,
         "frame_latency_p95_ms": round(percentile(latencies, 0.95), 2) if latencies else None,
         "first_frame_max_ms": round(max(results["first"]), 2) if results["first"] else None,
         "bytes_per_frame": round(statistics.mean(results["sizes"])) if results["sizes"] else 0,
+        "device": device,
+        **({"last_frame_shown": results.get("last_frame_shown")} if adb else {}),
         "server_cpu_s": round(server_cpu, 3),
         "server_cpu_per_s": round(server_cpu / wall, 3),
         "viewer_clients_cpu_s": round(viewer_cpu, 3),
         "database": connection.vendor, "channel_layer": _layer_name(),
     }
+
+
+# --- the fake adb phone of ``bench stream --device adb-fake`` ---------------------------
+
+def _adb_fake_phone() -> dict[str, Any]:
+    """A simulated phone behind the fake adbd, the real adb server, and the adb driver
+    with its scrcpy session up."""
+    from devices.adb.driver import AdbDevice
+    from devices.adb.fake.rig import FakeAdbRig
+    from devices.sim import SimDevice
+
+    sim = SimDevice(BENCH_DEVICE)
+    adb_rig = FakeAdbRig()
+    fake = adb_rig.attach(sim)
+    pts_of: dict[bytes, int] = {}
+    driver = AdbDevice(fake.serial, adb_rig.client, video=True, timeout=10)
+    driver.session.on_frame = lambda frame, pts: pts_of.__setitem__(frame.jpeg, pts)
+    if not driver.session.wait_up(15):
+        driver.close()
+        adb_rig.close()
+        raise NothingToMeasure("the fake phone's scrcpy video did not start")
+
+    def encoded_at(jpeg: bytes) -> float | None:
+        pts = pts_of.pop(jpeg, None)
+        server = next(iter(fake.servers.values()), None)
+        if pts is None or server is None:
+            return None
+        return server.sent.get(pts)
+
+    def last_sent_jpeg_pts() -> int | None:
+        server = next(iter(fake.servers.values()), None)
+        return server.last_sent_pts if server else None
+
+    return {"sim": sim, "device": driver, "rig": adb_rig, "fake": fake,
+            "encoded_at": encoded_at, "last_sent_pts": last_sent_jpeg_pts}
+
+
+async def _last_frame_shown(adb: dict[str, Any], driver: threading.Thread,
+                            stop_driving: threading.Event, last_seen: list[bytes]) -> bool:
+    """Once the screen stops changing, does every viewer show the last frame the phone
+    encoded? A decoder a frame behind never shows it (nothing pushes it out)."""
+    stop_driving.set()
+    await asyncio.to_thread(driver.join, 10)
+    session = adb["device"].session
+    deadline = time.perf_counter() + 5
+    while time.perf_counter() < deadline:
+        target = adb["last_sent_pts"]()
+        frame = session.latest_frame()
+        if (target is not None and session.frame_pts == target and frame is not None
+                and all(seen == frame.jpeg for seen in last_seen)):
+            return True
+        await asyncio.sleep(0.02)  # polling other threads' progress in a bench, not a test
+    return False
+
+
+def _close_adb(adb: dict[str, Any]) -> None:
+    if adb:
+        adb["device"].close()
+        adb["rig"].close()

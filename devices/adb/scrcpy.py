@@ -269,7 +269,7 @@ class VideoDecoder:
     straight from YUV, cheaper than converting to RGB for Pillow.
     """
 
-    def __init__(self, jpeg_quality: int = 5):
+    def __init__(self, jpeg_quality: int = 8):
         import av
 
         self._av = av
