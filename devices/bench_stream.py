@@ -273,19 +273,18 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
     if device not in ("sim", "adb-fake"):
         raise NothingToMeasure(f"unknown bench device '{device}' (use 'sim' or 'adb-fake')")
     adb: dict[str, Any] = {}
+    phone: Any = None
     if device == "adb-fake":
-        adb = _adb_fake_phone()
+        adb = _adb_fake_phone(drive_hz)  # the fake phone types into its own field
         rig = _Rig(adb["device"])
-        phone = adb["sim"]  # the driver changes the simulated screen behind the fake phone
     else:
         rig = _Rig()
         phone = rig.phone
-    try:
-        focus_text_field(phone)
-    except Exception:
-        rig.cleanup()
-        _close_adb(adb)
-        raise
+        try:
+            focus_text_field(phone)
+        except Exception:
+            rig.cleanup()
+            raise
     published: dict[bytes, float] = {}
     stop = threading.Event()
     stop_driving = threading.Event()
@@ -296,7 +295,7 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
     def drive() -> None:
         n = 0
         next_at = time.perf_counter()
-        while not stop.is_set() and not stop_driving.is_set():
+        while phone is not None and not stop.is_set() and not stop_driving.is_set():
             n += 1
             phone.perform(Action("TYPE", text=f"bench {n}"))
             next_at += 1 / drive_hz
@@ -421,37 +420,64 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
 
 # --- the fake adb phone of ``bench stream --device adb-fake`` ---------------------------
 
-def _adb_fake_phone() -> dict[str, Any]:
-    """A simulated phone behind the fake adbd, the real adb server, and the adb driver
-    with its scrcpy session up."""
+def _adb_fake_phone(drive_hz: float) -> dict[str, Any]:
+    """A fake phone in its own process (``python -m devices.adb.fake``: its rendering and
+    encoding are the phone's work, not the server's), the real adb server connected to
+    it, and the adb driver with its scrcpy session up."""
+    import subprocess
+    import sys
+
     from devices.adb.driver import AdbDevice
     from devices.adb.fake.rig import FakeAdbRig
-    from devices.sim import SimDevice
 
-    sim = SimDevice(BENCH_DEVICE)
+    proc = subprocess.Popen([sys.executable, "-m", "devices.adb.fake", "--drive-hz",
+                             str(drive_hz)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, bufsize=1)
+    sent: dict[int, float] = {}
+    last: list[str] = []
+    got_last = threading.Event()
+    first = proc.stdout.readline().split() if proc.stdout else []
+    if first[:1] != ["serial"]:
+        proc.kill()
+        raise NothingToMeasure("the fake phone did not start")
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            parts = line.split()
+            if parts[:1] == ["sent"]:
+                sent[int(parts[1])] = float(parts[2])
+            elif parts[:1] == ["last"]:
+                last.append(parts[1])
+                got_last.set()
+
+    threading.Thread(target=read, daemon=True, name="bench-fake-phone").start()
     adb_rig = FakeAdbRig()
-    fake = adb_rig.attach(sim)
+    adb_rig.client.connect(first[1], timeout=10)
+    adb_rig.wait_state(first[1], "device")
     pts_of: dict[bytes, int] = {}
-    driver = AdbDevice(fake.serial, adb_rig.client, video=True, timeout=10)
+    driver = AdbDevice(first[1], adb_rig.client, video=True, timeout=10)
     driver.session.on_frame = lambda frame, pts: pts_of.__setitem__(frame.jpeg, pts)
+    adb = {"device": driver, "rig": adb_rig, "proc": proc}
     if not driver.session.wait_up(15):
-        driver.close()
-        adb_rig.close()
+        _close_adb(adb)
         raise NothingToMeasure("the fake phone's scrcpy video did not start")
 
     def encoded_at(jpeg: bytes) -> float | None:
         pts = pts_of.pop(jpeg, None)
-        server = next(iter(fake.servers.values()), None)
-        if pts is None or server is None:
+        return sent.get(pts) if pts is not None else None
+
+    def last_sent_pts() -> int | None:
+        """Stop the typing; the pts of the last frame the phone encodes."""
+        assert proc.stdin is not None
+        proc.stdin.write("stop\n")
+        proc.stdin.flush()
+        if not got_last.wait(10) or last[0] == "none":
             return None
-        return server.sent.get(pts)
+        return int(last[0])
 
-    def last_sent_jpeg_pts() -> int | None:
-        server = next(iter(fake.servers.values()), None)
-        return server.last_sent_pts if server else None
-
-    return {"sim": sim, "device": driver, "rig": adb_rig, "fake": fake,
-            "encoded_at": encoded_at, "last_sent_pts": last_sent_jpeg_pts}
+    adb.update(encoded_at=encoded_at, last_sent_pts=last_sent_pts)
+    return adb
 
 
 async def _last_frame_shown(adb: dict[str, Any], driver: threading.Thread,
@@ -460,10 +486,10 @@ async def _last_frame_shown(adb: dict[str, Any], driver: threading.Thread,
     encoded? A decoder a frame behind never shows it (nothing pushes it out)."""
     stop_driving.set()
     await asyncio.to_thread(driver.join, 10)
+    target = await asyncio.to_thread(adb["last_sent_pts"])
     session = adb["device"].session
     deadline = time.perf_counter() + 5
     while time.perf_counter() < deadline:
-        target = adb["last_sent_pts"]()
         frame = session.latest_frame()
         if (target is not None and session.frame_pts == target and frame is not None
                 and all(seen == frame.jpeg for seen in last_seen)):
@@ -476,3 +502,5 @@ def _close_adb(adb: dict[str, Any]) -> None:
     if adb:
         adb["device"].close()
         adb["rig"].close()
+        adb["proc"].kill()
+        adb["proc"].wait(10)

@@ -49,3 +49,10 @@ def test_a_bench_that_measured_nothing_exits_non_zero(transactional_db) -> None:
     assert nothing_measured("stream", {"frames": 0, "fps_per_viewer": 0.0})
     assert nothing_measured("loop", {"steps": 0})
     assert nothing_measured("observe", {"samples": 5}) is None
+
+
+def test_bench_stream_from_the_fake_adb_phone_shows_the_last_frame_sent(transactional_db):
+    result = run_bench("stream", "--device", "adb-fake", "--viewers", "2")
+    assert result["device"] == "adb-fake" and result["frames"] > 0
+    assert result["frame_latency_p95_ms"] is not None  # phone encoder → viewer, measured
+    assert result["last_frame_shown"] is True

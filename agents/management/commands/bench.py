@@ -33,6 +33,8 @@ def nothing_measured(name: str, result: dict[str, Any]) -> str | None:
         return f"bench {name} measured nothing ({key} = {result.get(key)!r})"
     if name == "stream" and not result.get("fps_per_viewer"):
         return "bench stream: a viewer received no frame (fps_per_viewer = 0)"
+    if name == "stream" and result.get("last_frame_shown") is False:
+        return "bench stream: the last frame the phone sent never reached every viewer"
     return None
 
 
@@ -101,6 +103,7 @@ class Command(BaseCommand):
             try:
                 return bench_stream.bench_stream(
                     viewers=opts["viewers"], device=opts["device"],
+                    **({"drive_hz": 60.0} if opts["device"] == "adb-fake" else {}),
                     **({"seconds": opts["seconds"]} if opts["seconds"] else {}),
                     **({"warmup": 0.5} if opts["smoke"] else {}))
             except bench_stream.NothingToMeasure as exc:

@@ -44,6 +44,7 @@ class FakePhone:
         self._select_all = False
         self._lock = threading.RLock()
         self.package_labels = {app.package: app.name for app in sim.info.apps}
+        self.on_sent: Callable[[int, float], None] | None = None  # (pts, perf_counter)
 
     @property
     def serial(self) -> str:

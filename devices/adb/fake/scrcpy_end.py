@@ -32,6 +32,7 @@ class ScrcpyDeviceEnd:
         self._sockets: list[Stream] = []
         self.sent: dict[int, float] = {}  # pts -> perf_counter when its packet was encoded
         self.last_sent_pts: int | None = None
+        self.encoded_frame = -1  # the simulator frame number last encoded
         self.dropped_touches = 0
         self._touch_down: tuple[int, int, float] | None = None
 
@@ -68,17 +69,21 @@ class ScrcpyDeviceEnd:
             wait = next_at - time.perf_counter()
             if wait > 0:  # max_fps: the server never sends faster
                 time.sleep(wait)
+            number = sim.frame_number  # read first: the image is at least this new
             image = sim.observe().image
-            number = sim.frame_number
-            last = max(frame.number, number)
+            last = number
             if image.size != (width, height):
                 image = image.resize((width, height))
             pts = int((time.perf_counter() - started) * 1_000_000)
             for packet in encoder.encode(image, pts):
-                self.sent[pts] = time.perf_counter()
+                sent_at = time.perf_counter()
+                self.sent[pts] = sent_at
                 self.last_sent_pts = pts
+                if self.phone.on_sent is not None:
+                    self.phone.on_sent(pts, sent_at)
                 stream.send(scrcpy.packet_header(pts, len(packet.data),
                                                  key_frame=packet.key_frame) + packet.data)
+            self.encoded_frame = number
             next_at = time.perf_counter() + min_gap
 
     # --- control -------------------------------------------------------------------------
