@@ -45,6 +45,7 @@ class FakePhone:
         self._lock = threading.RLock()
         self.package_labels = {app.package: app.name for app in sim.info.apps}
         self.on_sent: Callable[[int, float], None] | None = None  # (pts, perf_counter)
+        self.before_act: Callable[[Action], None] | None = None
 
     @property
     def serial(self) -> str:
@@ -57,6 +58,8 @@ class FakePhone:
 
     # --- simulator actions -------------------------------------------------------------
     def act(self, action: Action) -> None:
+        if self.before_act is not None:
+            self.before_act(action)  # tests: a phone that hangs or is pulled mid-action
         with self._lock:
             self.actions.append(action.to_json())
             if action.type in ("CLICK", "LONG_CLICK", "PRESS_BACK", "PRESS_HOME", "OPENAPP"):
