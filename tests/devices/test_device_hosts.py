@@ -24,8 +24,8 @@ def test_two_hosts_on_one_redis_each_serve_their_own_phones(hosts, adb_rig) -> N
     phone = adb_rig.attach(SimDevice("fake-adb"))
     Device.objects.create(name="hA-sim")
     a = hosts.start("a", "--devices", "hA-sim", "--adb", "off")
-    hosts.start("b", "--devices", "", "--adb", "on", "--no-video",
-                ANDROID_ADB_SERVER_PORT=str(adb_rig.port), KAIROS_ADB_CONNECT=phone.serial)
+    b = hosts.start("b", "--devices", "", "--adb", "on", "--no-video",
+                    ANDROID_ADB_SERVER_PORT=str(adb_rig.port), KAIROS_ADB_CONNECT=phone.serial)
     wait_for(lambda: hosts.owner_of("hA-sim") and hosts.owner_of(phone.serial),
              what="both hosts to announce their phones")
     assert hosts.owner_of("hA-sim") != hosts.owner_of(phone.serial)
@@ -56,25 +56,16 @@ def test_two_hosts_on_one_redis_each_serve_their_own_phones(hosts, adb_rig) -> N
     assert new_owner != owner_a
     assert client.observe("hA-sim").nodes
 
-
-def test_a_dead_hosts_phones_go_offline_and_refuse_requests_at_once(hosts, adb_rig) -> None:
-    phone = adb_rig.attach(SimDevice("fake-adb"))
-    Device.objects.create(name="hS-sim")
-    hosts.start("s", "--devices", "hS-sim", "--adb", "off")
-    b = hosts.start("b", "--devices", "", "--adb", "on", "--no-video",
-                    ANDROID_ADB_SERVER_PORT=str(adb_rig.port), KAIROS_ADB_CONNECT=phone.serial)
-    wait_for(lambda: Device.objects.filter(name=phone.serial, status="online").exists(),
-             what="the adb phone online")
+    # Host B dies too: a live host sees its phone's owner key expire and marks it offline,
+    # and callers are told so at once instead of waiting out their timeout.
     b.kill()
     b.wait(10)
-    # the other host sees the owner key expire and marks the phone offline
     wait_for(lambda: Device.objects.filter(name=phone.serial, status="offline").exists(),
              what="the dead host's phone offline")
-    client = RedisDeviceClient(os.environ["KAIROS_TEST_REDIS_URL"], timeout=10)
     started = time.monotonic()
     with pytest.raises(DeviceError, match="offline"):
         client.observe(phone.serial)
-    assert time.monotonic() - started < 2  # told at once, not after the timeout
+    assert time.monotonic() - started < 2
 
 
 def test_an_unplugged_phone_goes_offline_and_comes_back_online(hosts, adb_rig) -> None:
