@@ -56,3 +56,10 @@ def test_bench_stream_from_the_fake_adb_phone_shows_the_last_frame_sent(transact
     assert result["device"] == "adb-fake" and result["frames"] > 0
     assert result["frame_latency_p95_ms"] is not None  # phone encoder → viewer, measured
     assert result["last_frame_shown"] is True
+
+
+def test_bench_observe_times_an_adb_phones_tree_and_screenshot_separately(transactional_db):
+    result = run_bench("observe", "--device", "adb-fake")
+    assert result["samples"] == 5
+    assert result["ui_tree_p50_ms"] > 0 and result["screencap_p50_ms"] > 0
+    assert result["video_frame_p50_ms"] > 0

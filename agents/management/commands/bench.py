@@ -47,8 +47,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="one JSON object only")
         parser.add_argument("--viewers", type=int, default=1, help="stream: number of viewers")
         parser.add_argument("--device", default="sim",
-                            help="stream: the phone that streams, 'sim' (default) or "
-                                 "'adb-fake' (the adb driver and scrcpy against the fakes)")
+                            help="observe, stream: the phone, 'sim' (default) or 'adb-fake' "
+                                 "(the adb driver and scrcpy against the fake phone)")
         parser.add_argument("--samples", type=int, default=None, help="how many measurements")
         parser.add_argument("--seconds", type=float, default=None,
                             help="stream: how long to measure (default 5)")
@@ -75,6 +75,11 @@ class Command(BaseCommand):
 
     def _run(self, name: str, opts) -> dict:
         samples = opts["samples"]
+        if name == "observe" and opts["device"] == "adb-fake":
+            from devices.adb.bench import bench_adb_observe
+
+            return {"bench": "observe", **bench_adb_observe(**({"samples": samples}
+                                                              if samples else {}))}
         if name == "observe":
             from devices.sim.bench import bench_observe
 
