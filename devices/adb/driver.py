@@ -14,7 +14,6 @@ Pure Python: no Django. The adb server is reached at ``host:port`` (``KAIROS_ADB
 """
 from __future__ import annotations
 
-import hashlib
 import io
 import logging
 import threading
@@ -195,13 +194,14 @@ class AdbDevice:
             frame = self.session.latest_frame()
             if frame is not None:
                 return frame
-        image, jpeg = self.screenshot() if not self.streaming else (None, b"")
-        number = (self._still.number if self._still else 0)
-        if self._still is None or hashlib.sha1(self._still.jpeg).digest() != \
-                hashlib.sha1(jpeg).digest():
-            number += 1
-        self._still = Frame(number, jpeg, image.width if image else 0,
-                            image.height if image else 0)
+        image, jpeg = self.screenshot()
+        number = self._still.number if self._still else 0
+        if self._still is None or self._still.jpeg != jpeg:
+            video = self.session.latest_frame() if self.session is not None else None
+            number = max(number, video.number if video else 0) + 1
+            if self.session is not None:
+                self.session.floor = max(self.session.floor, number)
+        self._still = Frame(number, jpeg, image.width, image.height)
         return self._still
 
     def wait_for_frame(self, after: int, timeout: float) -> Frame | None:

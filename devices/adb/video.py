@@ -41,6 +41,7 @@ class ScrcpySession:
         self.restarts = 0
         self._thread: threading.Thread | None = None
         self.on_frame: Callable[[Frame, int | None], None] | None = None
+        self.floor = 0  # the highest frame number handed out without the video
 
     # --- lifecycle -----------------------------------------------------------------------
     def start(self) -> None:
@@ -128,8 +129,10 @@ class ScrcpySession:
                 frame = Frame(number=number, jpeg=jpeg, width=decoded.width,
                               height=decoded.height)
                 with self._frame_ready:
-                    if self._frame is not None:  # numbers keep growing across reconnects
-                        frame.number = self._frame.number + 1
+                    # numbers only grow, across reconnects and past the screencap frames
+                    # shown before the video was up (viewers drop a frame that goes back)
+                    frame.number = max(self._frame.number if self._frame else 0,
+                                       self.floor) + 1
                     self._frame = frame
                     self.frame_pts = decoded.pts
                     self.video_size = (decoded.width, decoded.height)

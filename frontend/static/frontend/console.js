@@ -411,7 +411,9 @@
         return {x: Math.max(0, Math.min(w - 1, Math.round((e.clientX - r.left) / r.width * w))),
                 y: Math.max(0, Math.min(h - 1, Math.round((e.clientY - r.top) / r.height * h)))};
       };
-      screen.addEventListener("pointerdown", (e) => { e.preventDefault(); screen.focus(); down = {e, at: Date.now(), p: toDevice(e)}; });
+      // The point is read before focusing: focus() may scroll a half-visible screen into
+      // view, and the tap must land where the finger was, not where the image moved to.
+      screen.addEventListener("pointerdown", (e) => { e.preventDefault(); const p = toDevice(e); screen.focus({preventScroll: true}); down = {e, at: Date.now(), p}; });
       screen.addEventListener("pointerup", (e) => {
         if (!down) return;
         const dx = e.clientX - down.e.clientX, dy = e.clientY - down.e.clientY;
