@@ -15,6 +15,22 @@ from django.core.management import CommandError, call_command
 from agents.management.commands.bench import BENCHES, nothing_measured
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _end_the_bench_threads_sessions(django_db_blocker):
+    """A bench is a command: its helper threads (the in-process Celery worker, the ASGI
+    server's sync threads) end with its process and their database sessions with them.
+    Here they outlive it inside pytest, so their sessions are ended after the module,
+    or the test database could not be dropped."""
+    yield
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                               "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+
+
 def run_bench(*args: str) -> dict:
     out = io.StringIO()
     call_command("bench", *args, "--smoke", "--json", stdout=out)
