@@ -14,7 +14,7 @@ import pytest
 
 from agents import services
 from agents.backends.base import Proposal
-from agents.models import Task, TaskStatus, TicketReason
+from agents.models import TaskStatus, TicketReason
 from devices.actions import Action
 from devices.adb.driver import AdbDevice
 from devices.host import DeviceError, DeviceHost, LocalDeviceClient, RedisDeviceClient, \
