@@ -169,5 +169,14 @@ def test_an_operator_watches_and_takes_over_an_adb_phone_in_the_full_stack(
 
         page.get_by_role("button", name="Hand back", exact=True).click()
         expect(page).to_have_url(url + "/console/", timeout=TIMEOUT)
+        tile = page.locator(f".device-tile[data-device-name='{phone.serial}']")
+        expect(tile.locator(".device-status")).to_have_text("adb · online")
+
+        # The cable comes out: the console shows the phone offline.
+        phone.adbd.unplug()
+        wait_for(lambda: Device.objects.filter(name=phone.serial, status="offline").exists(),
+                 what="the unplugged phone offline")
+        page.reload()
+        expect(tile.locator(".device-status")).to_have_text("adb · offline")
     finally:
         context.close()
