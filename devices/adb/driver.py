@@ -142,6 +142,18 @@ class AdbDevice:
             self.session.close()
 
     @property
+    def screen_size(self) -> tuple[int, int]:
+        """The screen as the phone holds it now: width and height swap when the video
+        turns (a rotation restarts the server's encoder at the turned size). Actions and
+        observations are in these pixels."""
+        width, height = self.info.width, self.info.height
+        if self.streaming and self.session is not None:
+            vw, vh = self.session.video_size
+            if vw and vh and (vw > vh) != (width > height):
+                return height, width
+        return width, height
+
+    @property
     def streaming(self) -> bool:
         return self.session is not None and self.session.up.is_set()
 
@@ -183,8 +195,8 @@ class AdbDevice:
             image, jpeg = self.screenshot()
             frame = self.latest_frame()
             app = next((n.package for n in nodes if n.package), "")
-            return Observation(frame=frame.number, width=self.info.width,
-                               height=self.info.height, app=app, nodes=nodes, image=image,
+            width, height = self.screen_size
+            return Observation(frame=frame.number, width=width, height=height, app=app, nodes=nodes, image=image,
                                jpeg=jpeg, extra={"serial": self.serial,
                                                  "streaming": self.streaming})
 
@@ -217,7 +229,7 @@ class AdbDevice:
 
     # --- actions -----------------------------------------------------------------------------
     def perform(self, action: Action | dict[str, Any]) -> ActionOutcome:
-        checked = validate_action(action, (self.info.width, self.info.height))
+        checked = validate_action(action, self.screen_size)
         if isinstance(checked, ActionError):
             return ActionOutcome(ok=False, error=checked.message)
         with self._lock:
@@ -257,7 +269,8 @@ class AdbDevice:
     def _video_point(self, x: int, y: int) -> tuple[int, int, int, int]:
         assert self.session is not None
         vw, vh = self.session.video_size
-        return (round(x * vw / self.info.width), round(y * vh / self.info.height), vw, vh)
+        width, height = self.screen_size
+        return (round(x * vw / width), round(y * vh / height), vw, vh)
 
     def _touch(self, points: list[tuple[int, int]], hold: float = 0.0) -> None:
         assert self.session is not None
@@ -277,7 +290,7 @@ class AdbDevice:
                           scrcpy.inject_keycode(scrcpy.KEY_UP, keycode, 0, metastate))
 
     def _scroll_points(self, direction: str) -> list[tuple[int, int]]:
-        w, h = self.info.width, self.info.height
+        w, h = self.screen_size
         cx, cy = w // 2, h // 2
         dx, dy = {"UP": (0, -h * 0.3), "DOWN": (0, h * 0.3), "LEFT": (-w * 0.3, 0),
                   "RIGHT": (w * 0.3, 0)}[direction]

@@ -74,3 +74,22 @@ def test_the_stream_reconnects_when_the_scrcpy_server_dies(streaming) -> None:
     assert device.perform(Action("OPENAPP", app="Maps")).ok
     assert session.wait_for_frame(after, 5) is not None
     assert phone.sim.observe().app == "com.kairos.maps"
+
+
+def test_a_rotated_phone_streams_at_the_turned_size_and_taps_land_right(streaming) -> None:
+    phone, device = streaming
+    session = device.session
+    phone.sim.perform(Action("OPENAPP", app="Shop"))
+    before = session.wait_for_frame(session.latest_frame().number, 5).number
+    server_of(phone).rotate()
+    frame = session.wait_for_frame(before, 5)
+    assert (frame.width, frame.height) == (800, 360)  # the decoder follows the new size
+    assert device.screen_size == (2400, 1080)
+    obs = device.observe()
+    assert (obs.width, obs.height) == (2400, 1080) and obs.image.size == (800, 360)
+    # The Shop's search field, (540, 364) upright, is at (364, 539) once turned left.
+    phone.actions.clear()
+    assert device.perform(Action("CLICK", x=364, y=539)).ok
+    tap = phone.actions[0]
+    assert tap["type"] == "CLICK" and abs(tap["x"] - 540) <= 6 and abs(tap["y"] - 364) <= 6
+    assert server_of(phone).dropped_touches == 0

@@ -14,6 +14,8 @@ import threading
 import time
 from typing import Any
 
+from PIL import Image
+
 from devices.adb import scrcpy
 from devices.adb.fake.adbd import Stream
 
@@ -35,6 +37,15 @@ class ScrcpyDeviceEnd:
         self.encoded_frame = -1  # the simulator frame number last encoded
         self.dropped_touches = 0
         self._touch_down: tuple[int, int, float] | None = None
+        self.landscape = False  # the phone turned a quarter turn left (ROTATE_90)
+        self._rotated = threading.Event()
+
+    def rotate(self) -> None:
+        """The phone turns to landscape: as the real server does, the encoder restarts at
+        the new size and the stream goes on with a new config packet (no new codec meta)."""
+        self.landscape = not self.landscape
+        self.video_size = (self.video_size[1], self.video_size[0])
+        self._rotated.set()
 
     def accept(self, stream: Stream) -> None:
         self._sockets.append(stream)
@@ -63,6 +74,13 @@ class ScrcpyDeviceEnd:
         min_gap = 1.0 / self.max_fps
         next_at = 0.0
         while not self.dead.is_set() and not stream.closed:
+            if self._rotated.is_set():
+                self._rotated.clear()
+                width, height = self.video_size
+                encoder = scrcpy.VideoEncoder(width, height, fps=self.max_fps)
+                stream.send(scrcpy.packet_header(None, len(encoder.config), config=True)
+                            + encoder.config)
+                last = -1  # send the turned screen now
             frame = sim.wait_for_frame(last, 0.2) if last >= 0 else sim.latest_frame()
             if frame is None:
                 continue
@@ -72,6 +90,8 @@ class ScrcpyDeviceEnd:
             number = sim.frame_number  # read first: the image is at least this new
             image = sim.observe().image
             last = number
+            if self.landscape:
+                image = image.transpose(Image.Transpose.ROTATE_90)
             if image.size != (width, height):
                 image = image.resize((width, height))
             pts = int((time.perf_counter() - started) * 1_000_000)
@@ -111,8 +131,14 @@ class ScrcpyDeviceEnd:
             if (message["width"], message["height"]) != self.video_size:
                 self.dropped_touches += 1  # the real server ignores stale-size touches
                 return
-            x = round(message["x"] * self.device_size[0] / self.video_size[0])
-            y = round(message["y"] * self.device_size[1] / self.video_size[1])
+            dev_w, dev_h = self.device_size
+            if self.landscape:  # the landscape screen is (dev_h x dev_w); back to portrait
+                u = message["x"] * dev_h / self.video_size[0]
+                v = message["y"] * dev_w / self.video_size[1]
+                x, y = round(dev_w - 1 - v), round(u)
+            else:
+                x = round(message["x"] * dev_w / self.video_size[0])
+                y = round(message["y"] * dev_h / self.video_size[1])
             if message["action"] == scrcpy.MOTION_DOWN:
                 self._touch_down = (x, y, time.perf_counter())
             elif message["action"] == scrcpy.MOTION_UP and self._touch_down:
