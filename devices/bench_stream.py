@@ -378,6 +378,7 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
         measuring.clear()
         results["cpu_s"] = time.process_time() - cpu_start
         results["wall_s"] = time.perf_counter() - wall_start
+        results["wall_start"] = wall_start
         if adb:
             results["last_frame_shown"] = await _last_frame_shown(adb, driver, stop_driving,
                                                                   last_seen)
@@ -410,7 +411,11 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
         "first_frame_max_ms": round(max(results["first"]), 2) if results["first"] else None,
         "bytes_per_frame": round(statistics.mean(results["sizes"])) if results["sizes"] else 0,
         "device": device,
-        **({"last_frame_shown": results.get("last_frame_shown")} if adb else {}),
+        **({"last_frame_shown": results.get("last_frame_shown"),
+            # what the phone itself produced: viewers cannot get more than this
+            "phone_fps": round(adb["sent_between"](results["wall_start"],
+                                                   results["wall_start"] + wall) / wall, 1)}
+           if adb else {}),
         "server_cpu_s": round(server_cpu, 3),
         "server_cpu_per_s": round(server_cpu / wall, 3),
         "viewer_clients_cpu_s": round(viewer_cpu, 3),
@@ -476,7 +481,10 @@ def _adb_fake_phone(drive_hz: float) -> dict[str, Any]:
             return None
         return int(last[0])
 
-    adb.update(encoded_at=encoded_at, last_sent_pts=last_sent_pts)
+    def sent_between(start: float, end: float) -> int:
+        return sum(1 for at in list(sent.values()) if start <= at < end)
+
+    adb.update(encoded_at=encoded_at, last_sent_pts=last_sent_pts, sent_between=sent_between)
     return adb
 
 

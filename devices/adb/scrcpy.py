@@ -269,7 +269,7 @@ class VideoDecoder:
     straight from YUV, cheaper than converting to RGB for Pillow.
     """
 
-    def __init__(self, jpeg_quality: int = 8):
+    def __init__(self, jpeg_quality: int = 6):
         import av
 
         self._av = av
@@ -280,7 +280,7 @@ class VideoDecoder:
         self._jpeg: Any = None
         self._jpeg_size: tuple[int, int] = (0, 0)
         self._jpeg_pts = 0
-        self.jpeg_quality = jpeg_quality  # mjpeg qscale: 2 (best) .. 31
+        self.jpeg_quality = jpeg_quality  # mjpeg quantiser: 2 (best) .. 31
         self._lock = threading.Lock()
 
     def decode(self, packet: VideoPacket) -> list[Any]:
@@ -305,9 +305,8 @@ class VideoDecoder:
                 self._jpeg.width, self._jpeg.height = size
                 self._jpeg.pix_fmt = "yuvj420p"
                 self._jpeg.time_base = Fraction(1, 1000)
-                self._jpeg.options = {"qscale": str(self.jpeg_quality)}
-                self._jpeg.flags |= av.codec.context.Flags.qscale
-                self._jpeg.global_quality = self.jpeg_quality * 118  # FF_QP2LAMBDA
+                # a fixed quantiser (qmin = qmax): about Pillow's quality 80 at 6
+                self._jpeg.qmin = self._jpeg.qmax = self.jpeg_quality
                 self._jpeg_size = size
             yuv = frame.reformat(format="yuvj420p") if frame.format.name != "yuvj420p" else frame
             self._jpeg_pts += 1  # the encoder wants increasing timestamps
