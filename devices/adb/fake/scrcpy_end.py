@@ -18,6 +18,7 @@ from PIL import Image
 
 from devices.adb import scrcpy
 from devices.adb.fake.adbd import Stream
+from devices.sim.render import render_ops
 
 logger = logging.getLogger(__name__)
 
@@ -88,7 +89,9 @@ class ScrcpyDeviceEnd:
             if wait > 0:  # max_fps: the server never sends faster
                 time.sleep(wait)
             number = sim.frame_number  # read first: the image is at least this new
-            image = sim.observe().image
+            # the screen as pixels only (observe() would also JPEG-encode it, for nothing)
+            image = render_ops(sim.view().ops, self.device_size[0], self.device_size[1],
+                               sim.scale)
             last = number
             if self.landscape:
                 image = image.transpose(Image.Transpose.ROTATE_90)
