@@ -17,7 +17,7 @@ from devices.host import announced_hosts
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def wait_for(predicate, timeout: float = 30.0, what: str = "condition"):
+def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
     """Poll for a state other processes produce (no event crosses to this process)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

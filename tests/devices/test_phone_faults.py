@@ -76,7 +76,7 @@ def test_a_killed_host_turns_its_waiting_step_into_a_ticket_and_never_repeats_it
     outcome: list = []
     caller = threading.Thread(target=lambda: outcome.append(_perform(client, phone.serial)))
     caller.start()
-    assert entered.wait(10)
+    assert entered.wait(30)
     host.kill()
     host.wait(10)
     caller.join(10)
