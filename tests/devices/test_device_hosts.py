@@ -82,3 +82,15 @@ def test_an_unplugged_phone_goes_offline_and_comes_back_online(hosts, adb_rig) -
              what="the phone online again")
     client = RedisDeviceClient(os.environ["KAIROS_TEST_REDIS_URL"], timeout=10)
     assert client.observe(phone.serial).nodes
+
+
+def test_device_host_with_adb_on_and_no_adb_server_refuses_to_start_clearly(settings) -> None:
+    from django.core.management import CommandError, call_command
+
+    from devices.adb.fake.rig import free_port
+
+    settings.REDIS_URL = os.environ["KAIROS_TEST_REDIS_URL"]
+    settings.ANDROID_ADB_SERVER_PORT = free_port()  # nothing listens there
+    with pytest.raises(CommandError, match=f"no adb server answers at 127.0.0.1:"
+                                           f"{settings.ANDROID_ADB_SERVER_PORT}"):
+        call_command("device_host", "--devices", "", "--adb", "on")

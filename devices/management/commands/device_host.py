@@ -43,6 +43,7 @@ class Command(BaseCommand):
         if options["list"]:
             return self._list(options["json"])
         names = [n.strip() for n in devices.split(",") if n.strip()]
+        watcher = self._adb_watcher(adb)  # before anything starts: --adb on may refuse
         host = build_sim_host(names)
         server = RedisHostServer(host, settings.REDIS_URL, on_ownership=self._ownership)
         self.stdout.write(f"device host {server.host_id}")
@@ -54,7 +55,6 @@ class Command(BaseCommand):
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
-        watcher = self._adb_watcher(adb)
         reap = RedisDeviceClient(settings.REDIS_URL)
         while not stop.wait(1.0):
             if watcher is not None:
@@ -80,7 +80,8 @@ class Command(BaseCommand):
         first = watcher.poll()
         watcher.ready.clear()  # let the loop attach them, with the usual messages
         if watcher.server_error and mode == "on":
-            raise CommandError(f"no adb server answers at {where}: {watcher.server_error}")
+            raise CommandError(f"no adb server answers at {where} (start one with "
+                               f"'adb start-server', or use --adb auto): {watcher.server_error}")
         self.stdout.write(f"  adb server {where}: "
                           + (f"not answering ({watcher.server_error})" if watcher.server_error
                              else f"{len(first.states)} phone(s) seen"))
