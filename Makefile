@@ -5,9 +5,9 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 HOST ?= 127.0.0.1
 PORT ?= 8000
-export DEBUG ?= 1
+VAR := $(or $(KAIROS_VAR_DIR),var)
 
-.PHONY: demo test venv test-venv migrate check serve clean
+.PHONY: demo test venv test-venv migrate check serve clean secret
 
 $(VENV)/.installed: requirements.txt requirements-scrcpy.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Kairos needs $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -27,14 +27,25 @@ test-venv: $(VENV)/.installed-test
 migrate: venv
 	$(PY) manage.py migrate --noinput
 
-# Fresh machine → running product: venv, migrations, demo data, server.
-demo: migrate
-	$(PY) manage.py seed_demo $(if $(PASSWORD),--password $(PASSWORD),)
-	@echo "Open http://$(HOST):$(PORT)/login/ and log in with a demo login above."
-	$(PY) manage.py serve --host $(HOST) --port $(PORT)
+# The demo runs as a product does: DEBUG off, with a secret key generated once and kept
+# under var/ (never in the repository), so sessions survive a restart.
+secret:
+	@mkdir -p $(VAR)
+	@test -s $(VAR)/secret_key || (umask 077 && $(PY) -c "import secrets; print(secrets.token_urlsafe(50))" > $(VAR)/secret_key)
 
-serve: venv
-	$(PY) manage.py serve --host $(HOST) --port $(PORT)
+DEMO_ENV = SECRET_KEY="$${SECRET_KEY:-$$(cat $(VAR)/secret_key)}" \
+	ALLOWED_HOSTS="$${ALLOWED_HOSTS:-$(HOST),localhost,127.0.0.1}"
+
+# Fresh machine → running product: venv, migrations, demo data, server.
+demo: migrate secret
+	$(PY) manage.py seed_demo $(if $(PASSWORD),--password $(PASSWORD),)
+	$(PY) manage.py collectstatic --noinput -v0
+	@echo "Open http://$(HOST):$(PORT)/login/ and log in with a demo login above."
+	@$(DEMO_ENV) $(PY) manage.py serve --host $(HOST) --port $(PORT)
+
+serve: venv secret
+	$(PY) manage.py collectstatic --noinput -v0
+	@$(DEMO_ENV) $(PY) manage.py serve --host $(HOST) --port $(PORT)
 
 check: test-venv
 	$(PY) manage.py check

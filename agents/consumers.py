@@ -4,16 +4,12 @@ from __future__ import annotations
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from agents import events, services
-
-CLOSE_UNAUTHENTICATED = 4401
-CLOSE_FORBIDDEN = 4403
-CLOSE_BAD_REQUEST = 4400
+from devices.sockets import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED, KairosJsonConsumer
 
 
-class KairosConsumer(AsyncJsonWebsocketConsumer):
+class KairosConsumer(KairosJsonConsumer):
     groups_joined: list[str]
 
     async def join(self, *groups: str) -> None:
@@ -35,10 +31,10 @@ class OperatorConsumer(KairosConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self.refuse(CLOSE_UNAUTHENTICATED)
             return
         if not await database_sync_to_async(services.is_operator)(user):
-            await self.close(code=CLOSE_FORBIDDEN)
+            await self.refuse(CLOSE_FORBIDDEN)
             return
         await self.join(events.OPERATORS_GROUP)
         await self.accept()
@@ -46,6 +42,8 @@ class OperatorConsumer(KairosConsumer):
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong"})
+        else:
+            await self.send_error("only {\"type\": \"ping\"} is accepted here")
 
 
 class TaskConsumer(KairosConsumer):
@@ -54,31 +52,18 @@ class TaskConsumer(KairosConsumer):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self.refuse(CLOSE_UNAUTHENTICATED)
             return
         task_id = self.scope["url_route"]["kwargs"]["task_id"]
         try:
             self.task = await database_sync_to_async(services.access_task)(user, task_id)
         except services.ServiceError:
-            await self.close(code=CLOSE_FORBIDDEN)
+            await self.refuse(CLOSE_FORBIDDEN)
             return
         await self.join(events.task_group(self.task.id))
         await self.accept()
         await self.send_json({"type": "task.updated",
                               "task": await database_sync_to_async(events.task_summary)(self.task)})
-
-    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None,
-                      **kwargs: Any) -> None:
-        # Malformed input is answered with an error; it must not close the chat.
-        if text_data is None:
-            await self.send_json({"type": "error", "detail": "send JSON text, not binary"})
-            return
-        try:
-            content = await self.decode_json(text_data)
-        except ValueError:
-            await self.send_json({"type": "error", "detail": "the message is not valid JSON"})
-            return
-        await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if not isinstance(content, dict) or content.get("type") != "chat.message":

@@ -17,13 +17,21 @@ pixels of the saved image, and ``ui_positions``/``ui_text``/``ui_types`` stored 
 JSON-encoded strings. A DUAL_POINT whose touch and lift are close is a tap, otherwise a
 scroll whose direction is the way the finger moved ("scroll up" = finger moves up).
 
-StaR toggle records: a JSON list (or ``{"records": [...]}``) of objects with ``image``
-(path, relative to the file), ``posInstruction`` (the toggle must be flipped), optional
-``negInstruction`` (the toggle is already as asked), ``bbox`` ``[x1, y1, x2, y2]`` on the
-0–1000 grid of each axis, and optional ``state`` (0 off / 1 on), ``function``, ``id``.
-Each record gives a positive sample (gold CLICK at the box centre, matched with the box
-and the 4% rule) and, when ``negInstruction`` is present, a negative sample (gold COMPLETE;
-the click it must *not* make is kept as ``inverse`` for N-FPR, StaR App. A.1 Eq. 12).
+StaR state-control benchmark records (a JSON list, or ``{"records": [...]}``), in the
+benchmark's own layout: ``images`` (paths relative to the dataset's root folder, e.g.
+``GUIData/stateControlBenchmark/…``), ``img_filename``, ``image_width``/``image_height``,
+``bbox`` ``[x1, y1, x2, y2]`` on the 0–1000 grid, ``useBbox`` (match clicks with the box),
+``annotation`` {``is_switch``, ``feature``, ``state_before_action``,
+``state_after_action``, ``action_effect``}, ``posInstruction`` / ``negInstruction`` and
+their gold actions ``posAtlasAction`` / ``negAtlasAction`` in the OS-Atlas text form.
+Kairos's earlier shorthand (``image`` relative to the file, no annotation) still loads.
+Each record gives a positive sample (gold: the click, matched with the box and the 4%
+rule) and, when ``negInstruction`` is present, a negative one (gold: COMPLETE; the click it
+must *not* make is kept as ``inverse`` for N-FPR, StaR App. A.1 Eq. 12).
+
+What the agent is given is what a phone would give: the screenshot, and a UI tree only
+where the dataset has one (AITZ's detected elements; StaR has none). Gold information —
+the box, the annotated state, the feature — stays on the scoring side.
 """
 from __future__ import annotations
 
@@ -37,6 +45,7 @@ from PIL import Image
 from agents.matching import GoldAction
 from devices.actions import (
     CLICK, COMPLETE, IMPOSSIBLE, PRESS_BACK, PRESS_ENTER, PRESS_HOME, SCROLL, TYPE, Action,
+    ActionError, action_from_text,
 )
 from devices.uitree import Bounds, UINode
 
@@ -270,18 +279,19 @@ def _star_samples(file: Path, n: int, record: Any) -> list[DatasetEpisode]:
     where = f"{file} record {n}"
     if not isinstance(record, dict):
         raise DatasetError(f"{where}: a record must be a JSON object")
+    real = "images" in record or "img_filename" in record  # the benchmark's own layout
     record_id = str(record.get("id", n))
     if "id" in record:
         where = f"{file} record {n} (id {record_id})"
     try:
-        image_path = (file.parent / str(record["image"])).resolve()
         positive = str(record["posInstruction"]).strip()
         raw_box = record["bbox"]
+        image_path = _star_image(file, record, where) if real else _legacy_image(file, record, where)
     except KeyError as exc:
         raise DatasetError(f"{where}: missing field {exc.args[0]!r}") from None
-    if not image_path.is_file():
-        raise DatasetError(f"{where}: image {record['image']!r} not found")
     width, height = _image_size(image_path, where)
+    if real:
+        _check_declared_size(record, width, height, where)
     try:
         x1, y1, x2, y2 = (float(v) for v in raw_box)
     except (TypeError, ValueError):
@@ -292,24 +302,37 @@ def _star_samples(file: Path, n: int, record: Any) -> list[DatasetEpisode]:
         round(x1 * width / 1000), round(y1 * height / 1000),
         round(x2 * width / 1000), round(y2 * height / 1000),
     )
+    annotation = record.get("annotation") if real else None
+    if annotation is not None and not isinstance(annotation, dict):
+        raise DatasetError(f"{where}: annotation must be an object")
+    annotation = annotation or {}
+    # StaR App. A.2: the 4% distance rule is for toggles; a non-switch target (a row that
+    # navigates) keeps the usual 14%.
+    is_toggle = bool(annotation.get("is_switch", True))
+    use_box = bool(record.get("useBbox", True)) if real else True
     centre = Action(
         CLICK,
         x=min(width - 1, (bbox[0] + bbox[2]) // 2),
         y=min(height - 1, (bbox[1] + bbox[3]) // 2),
     )
-    click = GoldAction(centre, bbox)
-    # The node list carries the box and the function only; the state is left out on
-    # purpose, since reading it from the screenshot is the StaR task itself.
-    toggle_node = UINode(
-        index=0, cls="android.widget.Switch", bounds=bbox, clickable=True,
-        content_desc=str(record.get("function", "") or ""),
-    )
-    nodes = [toggle_node]
-    common = dict(image_path=image_path, width=width, height=height, toggle=True)
+    click_action = centre
+    if real and record.get("posAtlasAction"):
+        click_action = _atlas_action(record["posAtlasAction"], width, height,
+                                     f"{where}: posAtlasAction")
+    click = GoldAction(click_action, bbox if use_box else None)
+    negative_gold = GoldAction(Action(COMPLETE))
+    if real and record.get("negAtlasAction"):
+        negative_gold = GoldAction(_atlas_action(record["negAtlasAction"], width, height,
+                                                 f"{where}: negAtlasAction"))
+    # No UI tree: the benchmark has only the screenshot. The agent gets exactly that —
+    # never a node built from the gold box (that would hand it the grounding answer),
+    # and never the annotated state (reading it from the pixels is the StaR task).
+    common = dict(image_path=image_path, width=width, height=height, toggle=is_toggle,
+                  nodes=[])
     samples = [DatasetEpisode(
         id=f"{record_id}+", instruction=positive, steps=[DatasetStep(
             episode=f"{record_id}+", index=0, instruction=positive, gold=click,
-            nodes=nodes, polarity="positive", source=where, **common,
+            polarity="positive", source=where, **common,
         )],
     )]
     negative = record.get("negInstruction")
@@ -318,11 +341,60 @@ def _star_samples(file: Path, n: int, record: Any) -> list[DatasetEpisode]:
         samples.append(DatasetEpisode(
             id=f"{record_id}-", instruction=negative, steps=[DatasetStep(
                 episode=f"{record_id}-", index=0, instruction=negative,
-                gold=GoldAction(Action(COMPLETE)), nodes=list(nodes), polarity="negative",
-                inverse=click, source=where, **common,
+                gold=negative_gold, polarity="negative", inverse=click, source=where,
+                **common,
             )],
         ))
     return samples
+
+
+def _legacy_image(file: Path, record: dict[str, Any], where: str) -> Path:
+    """Kairos's earlier shorthand: ``image``, a path relative to the file."""
+    image_path = (file.parent / str(record["image"])).resolve()
+    if not image_path.is_file():
+        raise DatasetError(f"{where}: image {record['image']!r} not found")
+    return image_path
+
+
+def _star_image(file: Path, record: dict[str, Any], where: str) -> Path:
+    """The benchmark's ``images[0]`` is relative to the dataset's root folder
+    (``GUIData/stateControlBenchmark/…``): try the file's folder and each parent, then
+    ``img_filename`` next to the file (a copy that kept only the images)."""
+    images = record.get("images")
+    if images is not None and (not isinstance(images, list) or not images
+                               or not all(isinstance(i, str) for i in images)):
+        raise DatasetError(f"{where}: images must be a non-empty list of paths")
+    wanted = str(images[0]) if images else str(record["img_filename"])
+    relative = Path(wanted)
+    candidates = [parent / relative for parent in [file.parent, *file.parent.parents]]
+    if record.get("img_filename"):
+        candidates.append(file.parent / str(record["img_filename"]))
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise DatasetError(f"{where}: image {wanted!r} not found under {file.parent} or its parents")
+
+
+def _check_declared_size(record: dict[str, Any], width: int, height: int, where: str) -> None:
+    declared = (record.get("image_width"), record.get("image_height"))
+    if declared == (None, None):
+        return
+    try:
+        w, h = int(declared[0]), int(declared[1])  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise DatasetError(f"{where}: image_width and image_height must be integers") from None
+    if (w, h) != (width, height):
+        raise DatasetError(f"{where}: the record says the image is {w}x{h} but the file is "
+                           f"{width}x{height}")
+
+
+def _atlas_action(text: Any, width: int, height: int, where: str) -> Action:
+    """A gold action in the OS-Atlas text form (``CLICK <point>[[x, y]]</point>`` on the
+    0–1000 grid, ``COMPLETE``), in pixels of the screenshot."""
+    parsed = action_from_text(text, (width, height))
+    if isinstance(parsed, ActionError):
+        raise DatasetError(f"{where}: {parsed.message}")
+    return parsed
 
 
 # --- shared helpers --------------------------------------------------------------------

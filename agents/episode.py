@@ -31,6 +31,9 @@ class StepRecord:
     by: str  # "agent" | "operator"
     type_match: bool | None = None
     action_match: bool | None = None
+    p_right: float | None = None  # the calibrator's P(right), when one scored the step
+    # The proposal taps an element the suite marks sensitive (SimTask.sensitive).
+    sensitive: bool = False
 
 
 @dataclass
@@ -42,6 +45,11 @@ class EpisodeResult:
     interventions: int = 0
     clarifications: int = 0
     optimal_steps: int | None = None
+    # The episode reached a state from which the oracle finds no path to success (within
+    # its budget) although its start had one: something deleted, a permission denied, an
+    # irreversible setting changed. Scored as failed; every later step is labelled wrong.
+    dead_end: bool = False
+    dead_end_reason: str | None = None
 
     @property
     def actions_taken(self) -> int:
@@ -73,11 +81,35 @@ class EpisodeMemory:
         )
 
 
+def _p_right(proposal: Proposal) -> float | None:
+    value = proposal.extra.get("p_right") if isinstance(proposal.extra, dict) else None
+    return float(value) if isinstance(value, (int, float)) else None
+
+
 def _safe_propose(backend: Backend, ctx: StepContext) -> Proposal:
     try:
         return backend.propose(ctx)
     except Exception as exc:  # a backend bug must become a ticket, not end the episode
         return Proposal(action=None, error=f"backend failed: {exc!r}")
+
+
+def _taps_marked(action: Action | None, nodes: list, marked: tuple[str, ...]) -> bool:
+    """Does ``action`` land on one of the elements the suite marks sensitive (by id)?"""
+    if not marked:
+        return False
+    target = loop.target_node(action, nodes)
+    return target is not None and target.resource_id.rsplit("/", 1)[-1] in marked
+
+
+def _optimal_actions(oracle: Any, state: Any) -> list[Action]:
+    """The oracle's optimal next actions; none where it finds no path (a task impossible
+    from its start, or one whose path lies beyond the oracle's budget)."""
+    from devices.sim import NoPathError
+
+    try:
+        return oracle.next_actions(state)
+    except NoPathError:
+        return []
 
 
 def run_episode(
@@ -96,15 +128,15 @@ def run_episode(
     (approve a right proposal, edit a wrong one with the oracle's action) and answers
     clarifications with the task's hidden preference; ``"none"`` stops at the first ticket.
     """
-    from devices.sim import Oracle  # the simulator is the only device with an oracle
+    from devices.sim import NoPathError, Oracle  # the simulator alone has an oracle
 
     device.reset(task)
     oracle = oracle or Oracle(device, task)
     result = EpisodeResult(task=task.id, status="failed", success=None)
     try:
         result.optimal_steps = oracle.distance(device.snapshot())
-    except Exception:
-        result.optimal_steps = None
+    except NoPathError:
+        result.optimal_steps = None  # impossible from the start: IMPOSSIBLE is the answer
     memory = EpisodeMemory(instruction=task.instruction)
     apps = device.info.apps
     record_index = 0
@@ -117,6 +149,11 @@ def run_episode(
         proposal = _safe_propose(backend, ctx)
         decision = loop.decide(proposal, ctx, threshold)
         state = device.snapshot()
+        if result.optimal_steps is not None and not result.dead_end:
+            try:
+                oracle.distance(state)
+            except NoPathError as exc:
+                result.dead_end, result.dead_end_reason = True, str(exc)
 
         if decision.outcome == loop.CLARIFY:
             result.clarifications += 1
@@ -134,10 +171,27 @@ def run_episode(
             continue
 
         proposed = decision.action or proposal.action
-        needed = True if proposed is None else not oracle.judge(state, proposed)
+        sensitive = _taps_marked(proposed, observation.nodes, getattr(task, "sensitive", ()))
+        if result.dead_end:
+            needed = True  # nothing the agent does from a dead end leads to success
+        else:
+            needed = True if proposed is None else not oracle.judge(state, proposed)
         asked = decision.outcome == loop.TICKET
         by = "agent"
         action = decision.action
+        if asked and result.dead_end and operator == OPERATOR_ORACLE:
+            # The simulated operator sees that the task can no longer succeed and aborts,
+            # as a person would; the sweep goes on with the next episode.
+            result.interventions += 1
+            result.steps.append(StepRecord(
+                index=record_index, proposed=proposed.to_json() if proposed else None,
+                confidence=proposal.confidence, asked=True, kind="intervention",
+                reason=decision.reason, needed=True, executed=None, by="operator",
+                type_match=False, action_match=False, sensitive=sensitive,
+            ))
+            result.success = bool(device.check(task)) if getattr(task, "has_predicate", False) else None
+            result.status = "aborted"
+            return result
         if asked:
             result.interventions += 1
             if operator != OPERATOR_ORACLE:
@@ -145,25 +199,29 @@ def run_episode(
                     index=record_index, proposed=proposed.to_json() if proposed else None,
                     confidence=proposal.confidence, asked=True, kind="intervention",
                     reason=decision.reason, needed=needed, executed=None, by="agent",
+                    sensitive=sensitive,
                 ))
                 result.status = "waiting_operator"
                 return result
             if proposed is not None and not needed:
                 action = proposed  # approve
             else:
-                choices = oracle.next_actions(state)
+                choices = _optimal_actions(oracle, state)
                 action = choices[0] if choices else Action(IMPOSSIBLE)
                 by = "operator"  # edit
         assert action is not None
         # Type (OS-Kairos App. C.3): a wrong proposal may still have the right action type;
         # an asked step carries the person's action (C.4), so it matches like SR does.
-        type_match = (not needed) or asked or (proposed is not None and proposed.type in {
-            a.type for a in oracle.next_actions(state)})
+        type_match = (not needed) or asked or (
+            not result.dead_end and proposed is not None
+            and proposed.type in {a.type for a in _optimal_actions(oracle, state)})
         result.steps.append(StepRecord(
             index=record_index, proposed=proposed.to_json() if proposed else None,
             confidence=proposal.confidence, asked=asked,
             kind="intervention" if asked else None, reason=decision.reason if asked else None,
             needed=needed, executed=action.to_json(), by=by, type_match=type_match,
+            p_right=_p_right(proposal),
+            sensitive=sensitive,
         ))
         record_index += 1
         if action.type in (COMPLETE, IMPOSSIBLE):

@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from agents import loop
-from agents.backends.base import Backend, HistoryEntry, Proposal, StepContext
+from agents.backends.base import (
+    Backend, HistoryEntry, Proposal, StepContext, needs_ui_tree,
+)
+from agents.calibration.gate import calibrated_backend
 from agents.datasets import DatasetStep, load_dataset
 from agents.matching import actions_match
 from agents.metrics import (
@@ -25,11 +28,13 @@ from agents.metrics import (
 )
 from devices.actions import TERMINAL_TYPES, Action
 from devices.protocol import Observation
+from devices.sim.oracle import DEFAULT_MAX_STATES
 
 # γ used when replaying a dataset: the product's default (CONTRACT KAIROS_DEFAULT_THRESHOLD)
 # and OS-Kairos C.4 ("if not specifically mentioned, the threshold γ is set to 4").
 DEFAULT_THRESHOLD = 4.0
 DEFAULT_THRESHOLDS: tuple[float, ...] = (0, 1, 2, 3, 4, 5)
+DEFAULT_ORACLE_BUDGET = DEFAULT_MAX_STATES
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -47,9 +52,11 @@ def evaluate_dataset(
 ) -> dict[str, Any]:
     """Replay a static dataset step by step with the **gold** history (teacher forcing).
 
-    At each step the backend sees the screenshot, the dataset's UI nodes, the instruction
-    and the gold actions of the earlier steps, and its proposal is scored against the
-    gold action with the StaR App. A.2 rules. Reported: ``type_acc``, ``sr``, ``tsr`` (an
+    At each step the backend sees the screenshot, the dataset's UI nodes where it has
+    them (AITZ's detected elements; StaR has none), the instruction and the gold actions
+    of the earlier steps, and its proposal is scored against the gold action with the
+    StaR App. A.2 rules. A backend that ``needs_ui_tree`` is not replayed on steps
+    without one; ``unscored_steps`` counts them and ``unsupported`` says why. Reported: ``type_acc``, ``sr``, ``tsr`` (an
     episode succeeds when every one of its steps matched), the HSR family at ``threshold``
     (``needed`` = the prediction does not match, ``asked`` = the confidence gate of
     :func:`agents.loop.decide` would open a ticket) and, for ``star``, the toggle metrics
@@ -58,6 +65,13 @@ def evaluate_dataset(
     episodes = load_dataset(format, path)
     if isinstance(backend, str):
         backend = _backend_by_name(backend)
+    # A backend that reads only UI trees gets no made-up tree where the dataset has none
+    # (StaR: screenshots only); those steps are left unscored and the report says so.
+    unscored = 0
+    if needs_ui_tree(backend):
+        kept = [episode for episode in episodes if all(step.nodes for step in episode.steps)]
+        unscored = sum(len(e.steps) for e in episodes) - sum(len(e.steps) for e in kept)
+        episodes = kept
     total = sum(len(episode.steps) for episode in episodes)
     done = 0
     records: list[TaskRecord] = []
@@ -104,7 +118,15 @@ def evaluate_dataset(
             for record in records
         ],
         "per_step": per_step,
+        "input": "screenshot" if format == "star" else "screenshot + the dataset's UI elements",
+        "unscored_steps": unscored,
     }
+    if unscored:
+        name = getattr(backend, "name", type(backend).__name__)
+        result["unsupported"] = (
+            f"backend '{name}' cannot act on a screenshot alone and {unscored} step(s) of this "
+            f"dataset have no UI tree: they were not scored (no tree is made up from the gold "
+            f"box). Use a backend that reads screenshots, e.g. openai.")
     if format == "star":
         result["toggle"] = toggle_metrics(toggles)
     return result
@@ -187,6 +209,15 @@ class EpisodeJob:
     backend: str
     operator: str = "oracle"
     max_steps: int = 30
+    # Which calibrator the gate reads (agents.calibration.gate): "default" (the
+    # installation's, as serve uses), "off" (the backend's own claim), "out" (the
+    # shipped one's variant fitted without this suite: out of sample), "in" (fitted on
+    # every suite, this one included).
+    calibration: str = "default"
+    var_dir: str = ""
+    # States the oracle may search from one state before it calls it a dead end
+    # (``evaluate --oracle-budget``, ``KAIROS_ORACLE_BUDGET``).
+    oracle_budget: int = DEFAULT_ORACLE_BUDGET
 
 
 EpisodeFn = Callable[[EpisodeJob], TaskRecord]
@@ -215,6 +246,9 @@ def evaluate_suite(
     max_steps: int = 30,
     tasks: Sequence[str] | None = None,
     episode_fn: EpisodeFn | None = None,
+    calibration: str = "default",
+    var_dir: str = "",
+    oracle_budget: int = DEFAULT_ORACLE_BUDGET,
 ) -> dict[str, Any]:
     """Run every task of a simulated suite at every γ and report the CONTRACT JSON.
 
@@ -222,7 +256,9 @@ def evaluate_suite(
     SimDevice and backend by name, so nothing unpicklable crosses). ``progress(done,
     total)`` is called in this process after each episode. ``tasks`` restricts (and
     orders) the task ids; ``episode_fn`` replaces the simulator run — it must be a
-    module-level function when ``jobs > 1``.
+    module-level function when ``jobs > 1``. An episode that reaches a state from which
+    the oracle finds no path within ``oracle_budget`` states is scored as failed and
+    counted in ``dead_ends``; the sweep goes on (only a crash raises EpisodeFailed).
     """
     thresholds = [float(t) for t in thresholds]
     if not thresholds:
@@ -234,9 +270,14 @@ def evaluate_suite(
         skipped = unscored_tasks(suite_ref)
     else:
         suite_name, task_ids = _suite_label(suite_ref), list(tasks)
+    if calibration not in CALIBRATIONS:
+        raise ValueError(f"calibration must be one of {', '.join(CALIBRATIONS)}")
     episode_fn = episode_fn or run_suite_episode
+    if oracle_budget < 1:
+        raise ValueError("the oracle's budget must be at least 1 state")
     work = [
-        EpisodeJob(suite_ref, task, threshold, backend_name, operator, max_steps)
+        EpisodeJob(suite_ref, task, threshold, backend_name, operator, max_steps,
+                   oracle_budget=oracle_budget, calibration=calibration, var_dir=var_dir)
         for threshold in thresholds for task in task_ids
     ]
     records: dict[EpisodeJob, TaskRecord] = {}
@@ -271,12 +312,41 @@ def evaluate_suite(
         results.append({
             "threshold": _number(threshold),
             **summarize(group),
+            "ece": calibration_error(group),
+            "dead_ends": sum(1 for record in group if record.dead_end),
+            # Suites that mark sensitive elements (``sensitive`` in a task): proposals that
+            # tapped one, and how many of those the gate asked about (the policy's goal:
+            # all of them, at every γ).
+            "sensitive_steps": sum(record.sensitive_steps for record in group),
+            "sensitive_asked": sum(record.sensitive_asked for record in group),
             "per_task": [record.per_task_json() for record in group],
         })
+        if results[-1]["ece"] is not None:
+            results[-1]["reliability"] = reliability(group)
     # Tasks without a success predicate (free-form demo instructions) cannot be scored:
     # they are left out and named, so a suite that carries demos still evaluates.
     return {"suite": suite_name, "backend": backend_name, "results": results,
             "skipped": skipped}
+
+
+def _calibrated_steps(records: Sequence[TaskRecord]) -> list[tuple[float, bool]]:
+    return [(label.p_right, not label.needed) for record in records for label in record.labels
+            if label.p_right is not None and label.needed is not None]
+
+
+def calibration_error(records: Sequence[TaskRecord]) -> float | None:
+    """Expected calibration error of the calibrated P(right) over the judged steps
+    (None when no step was scored by a calibrator)."""
+    from agents.calibration.fit import expected_calibration_error
+
+    return expected_calibration_error(_calibrated_steps(records))
+
+
+def reliability(records: Sequence[TaskRecord]) -> list[dict[str, float]]:
+    """Per P(right) bin: steps, mean calibrated P(right), observed share right."""
+    from agents.calibration.fit import reliability_bins
+
+    return reliability_bins(_calibrated_steps(records))
 
 
 def task_record_from_episode(result: Any) -> TaskRecord:
@@ -308,7 +378,8 @@ def task_record_from_episode(result: Any) -> TaskRecord:
         type_match = getattr(step, "type_match", None)
         if type_match is None:
             type_match = bool(action_match)
-        labels.append(StepLabel(needed, asked, type_match, action_match))
+        p_right = getattr(step, "p_right", None)
+        labels.append(StepLabel(needed, asked, type_match, action_match, p_right))
     steps = sum(
         1 for step in result.steps
         if getattr(step, "executed", None)
@@ -322,6 +393,10 @@ def task_record_from_episode(result: Any) -> TaskRecord:
         clarifications=int(result.clarifications),
         optimal_steps=result.optimal_steps,
         labels=tuple(labels),
+        dead_end=bool(getattr(result, "dead_end", False)),
+        sensitive_steps=sum(1 for step in result.steps if getattr(step, "sensitive", False)),
+        sensitive_asked=sum(1 for step in result.steps
+                            if getattr(step, "sensitive", False) and getattr(step, "asked", False)),
     )
 
 
@@ -331,23 +406,49 @@ def run_suite_episode(job: EpisodeJob) -> TaskRecord:
     ``max_steps`` and the job's (``evaluate --max-steps``)."""
     from agents.backends import get_backend
     from agents.episode import run_episode
+    from devices.sim import Oracle
 
     suite = _load_suite(job.suite)
     task = _find_task(suite, job.task)
     device = _sim_device(suite, task)
-    try:
-        backend = get_backend(job.backend, device=device, task=task)
-    except TypeError as exc:
-        # Only the oracle backend needs the device and the task (CONTRACT); one whose
-        # constructor does not take them is built without.
-        if "unexpected keyword argument" not in str(exc):
-            raise
-        backend = get_backend(job.backend)
+    oracle = Oracle(device, task, max_states=job.oracle_budget)
+    # Only the oracle backend needs the device and the task (CONTRACT), and the oracle's
+    # budget; a constructor that does not take them is built with fewer.
+    attempts: list[dict[str, Any]] = [
+        {"device": device, "task": task, "max_states": job.oracle_budget},
+        {"device": device, "task": task}, {}]
+    for kwargs in attempts:
+        try:
+            backend = get_backend(job.backend, **kwargs)
+            break
+        except TypeError as exc:
+            if "unexpected keyword argument" not in str(exc) or not kwargs:
+                raise
+    backend = calibrated_backend(backend, episode_calibrator(job, str(suite.name)))
     result = run_episode(
         device, backend, task, threshold=job.threshold, operator=job.operator,
         max_steps=min(getattr(task, "max_steps", None) or job.max_steps, job.max_steps),
+        oracle=oracle,
     )
     return task_record_from_episode(result)
+
+
+CALIBRATIONS = ("default", "off", "out", "in")
+
+
+def episode_calibrator(job: EpisodeJob, suite_name: str) -> Any:
+    """The calibrator ``job.calibration`` asks for (None: the backend's own claim)."""
+    from agents.calibration.gate import find_calibrator
+
+    if job.calibration == "off":
+        return None
+    calibrator = find_calibrator(job.backend, var_dir=job.var_dir or None)
+    if calibrator is None and job.calibration in ("out", "in"):
+        raise ValueError(f"no calibrator for backend '{job.backend}': run manage.py probe "
+                         "and manage.py calibrate first")
+    if calibrator is not None and job.calibration == "out":
+        return calibrator.for_suite(suite_name)
+    return calibrator
 
 
 def _sim_device(suite: Any, task: Any) -> Any:
@@ -467,6 +568,16 @@ def _suite_table(result: dict[str, Any]) -> str:
     ]
     title = f"suite {result.get('suite')}  backend {result.get('backend')}"
     table = title + "\n" + _grid(headers, rows)
+    marked = [(row["threshold"], row["sensitive_asked"], row["sensitive_steps"])
+              for row in result["results"] if row.get("sensitive_steps")]
+    if marked:
+        table += "\nsensitive steps asked: " + ", ".join(
+            f"{asked}/{steps} at γ={_number(t)}" for t, asked, steps in marked)
+    dead = [(row["threshold"], row["dead_ends"]) for row in result["results"]
+            if row.get("dead_ends")]
+    if dead:
+        table += "\ndead ends (episodes left with no path to success): " + ", ".join(
+            f"{n} at γ={_number(t)}" for t, n in dead)
     if result.get("skipped"):
         table += "\nskipped (no success predicate): " + ", ".join(result["skipped"])
     return table
@@ -478,6 +589,8 @@ def _dataset_table(result: dict[str, Any]) -> str:
         f"{result.get('episodes')} episodes, {result.get('steps')} steps, "
         f"gate at γ={_number(result.get('threshold', DEFAULT_THRESHOLD))}",
     ]
+    if result.get("unsupported"):
+        lines.append("NOT SCORED: " + result["unsupported"])
     rows = [
         [header, _cell(result.get(key), "pct")]
         for key, header in (("type_acc", "Type"), ("sr", "SR"), ("tsr", "TSR"), ("hsr", "HSR"),

@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
-from devices.streaming import send_to_group
+from devices.streaming import device_group, send_to_group
 
 OPERATORS_GROUP = "operators"
 
@@ -36,7 +36,10 @@ def ticket_json(ticket: Any) -> dict[str, Any]:
         "assignee": ticket.assignee.get_username() if ticket.assignee_id else None,
         "device": task.device.name, "device_id": str(task.device_id),
         "instruction": task.instruction, "escalated": ticket.escalated,
-        "decision": ticket.decision or None,
+        "decision": ticket.decision or None, "answer": ticket.answer or None,
+        "resolved_by": ticket.resolved_by.get_username() if ticket.resolved_by_id else None,
+        "answered_by_user": bool(ticket.decision == "answer" and ticket.resolved_by_id
+                                 and ticket.resolved_by_id == task.owner_id),
         "created_at": ticket.created_at.isoformat() if ticket.created_at else None,
     }
 
@@ -47,7 +50,7 @@ def task_summary(task: Any) -> dict[str, Any]:
         "device": task.device.name, "device_id": str(task.device_id),
         "threshold": task.threshold, "success": task.success, "cursor": task.cursor,
         "interventions": task.interventions, "clarifications": task.clarifications,
-        "error": task.error,
+        "error": task.error, "queue_position": task.queue_position,
     }
 
 
@@ -67,6 +70,9 @@ def task_updated(task: Any) -> None:
     event = {"type": "task.updated", "task": task_summary(task)}
     _send_on_commit(OPERATORS_GROUP, event)
     _send_on_commit(task_group(task.id), event)
+    # The phone's screen viewers re-check who may watch (devices.consumers.ScreenConsumer).
+    group = device_group(str(task.device_id))
+    transaction.on_commit(lambda: send_to_group(group, {"type": "screen.access"}))
 
 
 def message_json(message: Any) -> dict[str, Any]:

@@ -13,8 +13,10 @@ import re
 from dataclasses import dataclass, field
 
 from agents.backends.base import HistoryEntry, Proposal, StepContext
+from agents.safety import Harm, current_policy
+from agents.recommend import row_label
 from devices.actions import (
-    CLICK, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
+    CLICK, IMPOSSIBLE, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
 )
 from devices.uitree import UINode, node_at
 
@@ -31,11 +33,6 @@ EXECUTE = "execute"
 TICKET = "ticket"
 CLARIFY = "clarify"
 
-# A tap on one of these asks a person whatever the confidence: money leaves, data is
-# destroyed or a message goes out, none of which an operator can undo.
-SENSITIVE_PATTERN = re.compile(
-    r"\b(pay|pay now|buy|buy now|purchase|delete|send|confirm payment)\b", re.IGNORECASE
-)
 # Labels of controls that retry a failed load; see is_patient.
 PATIENT_LABEL = re.compile(r"\b(retry|try again|reload|refresh)\b", re.IGNORECASE)
 PATIENT_REPEATS = 3
@@ -65,12 +62,26 @@ def target_node(action: Action | None, nodes: list[UINode]) -> UINode | None:
     )
 
 
+def sensitive_harm(action: Action | None, nodes: list[UINode]) -> Harm | None:
+    """The class of harm a tap commits (money, destruction, security, communication,
+    account), recognised from the screen by the installation's policy
+    (:mod:`agents.safety.policy`); None for anything else."""
+    if action is None or action.type not in (CLICK, LONG_CLICK):
+        return None
+    return current_policy().assess(target_node(action, nodes), nodes)
+
+
+def display_label(action: Action | None, nodes: list[UINode]) -> str:
+    """What a person calls the element ``action`` points at: its text, its description or
+    its row's caption — never the words of its resource id ("thread dr lee s office")."""
+    target = target_node(action, nodes)
+    if target is None:
+        return ""
+    return target.text or target.content_desc or row_label(target, nodes)
+
+
 def is_sensitive(action: Action | None, nodes: list[UINode]) -> bool:
-    node = target_node(action, nodes)
-    if node is None:
-        return False
-    label = " ".join(part for part in (node.text, node.content_desc) if part)
-    return bool(SENSITIVE_PATTERN.search(label))
+    return sensitive_harm(action, nodes) is not None
 
 
 def toggle_already_in_state(action: Action | None, goal: str, nodes: list[UINode]) -> UINode | None:
@@ -147,10 +158,13 @@ def decide(proposal: Proposal, ctx: StepContext, threshold: float) -> Decision:
             TICKET, action=action, reason=LOW_CONFIDENCE, target=target,
             note=f"'{switch.label}' is already {state}; clicking would undo it",
         )
-    if action.type in (CLICK, LONG_CLICK) and is_sensitive(action, nodes):
+    harm = sensitive_harm(action, nodes)
+    if harm is not None:
+        # Asked whatever the confidence and γ: money, destruction, security,
+        # communication and account changes are for a person to approve.
         return Decision(
             TICKET, action=action, reason=SENSITIVE_ACTION, target=target,
-            note=f"'{target.label if target else action.describe()}' cannot be undone",
+            note=harm.describe(target.label if target else action.describe()),
         )
     if repeated_without_change(action, ctx.history, is_patient(action, target)):
         return Decision(
@@ -159,10 +173,13 @@ def decide(proposal: Proposal, ctx: StepContext, threshold: float) -> Decision:
         )
     confidence = proposal.confidence if proposal.confidence is not None else 0.0
     if confidence < threshold:
-        return Decision(
-            TICKET, action=action, reason=LOW_CONFIDENCE, target=target,
-            note=f"confidence {confidence:g} is below the threshold {threshold:g}",
-        )
+        note = f"confidence {confidence:g} is below the threshold {threshold:g}"
+        if action.type == IMPOSSIBLE:
+            # The person must know what they are asked to confirm: the agent's belief and
+            # its reason, not only a score.
+            note = (f"the agent believes this task cannot be done: "
+                    f"{proposal.thought or 'no reason given'} ({note})")
+        return Decision(TICKET, action=action, reason=LOW_CONFIDENCE, target=target, note=note)
     return Decision(EXECUTE, action=action, target=target)
 
 

@@ -68,6 +68,9 @@ class StepLabel:
     asked: bool
     type_match: bool | None = None
     action_match: bool | None = None
+    # The calibrated P(right) the gate read for this step (None: uncalibrated backend);
+    # evaluation reports the expected calibration error over these.
+    p_right: float | None = None
 
 
 @dataclass(frozen=True)
@@ -81,15 +84,21 @@ class TaskRecord:
     clarifications: int = 0
     optimal_steps: int | None = None
     labels: tuple[StepLabel, ...] = field(default_factory=tuple)
+    # The episode reached a state with no path to success (CONTRACT ``dead_ends``).
+    dead_end: bool = False
+    # Proposals that tapped an element the suite marks sensitive, and how many were asked.
+    sensitive_steps: int = 0
+    sensitive_asked: int = 0
 
     def per_task_json(self) -> dict[str, Any]:
-        """The CONTRACT ``per_task`` entry."""
+        """The CONTRACT ``per_task`` entry (plus ``dead_end``)."""
         return {
             "task": self.task,
             "success": self.success is True,
             "steps": self.steps,
             "interventions": self.interventions,
             "clarifications": self.clarifications,
+            "dead_end": self.dead_end,
         }
 
 
@@ -187,6 +196,77 @@ def summarize(tasks: Sequence[TaskRecord]) -> dict[str, float | int | None]:
     out = task_metrics(tasks)
     out.update(step_metrics(label for task in tasks for label in task.labels))
     return {key: out[key] for key in METRIC_KEYS}
+
+
+# --- proportions estimated from logged decisions ---------------------------------------
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
+    """The Wilson score interval of a proportion (95 % for z = 1.96); ``None`` when n = 0.
+
+    Unlike the normal approximation it stays inside [0, 1] and is honest for small n and
+    for proportions near 0 or 1 — the usual case for an agent that is mostly right.
+    """
+    if n <= 0:
+        return None
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be between 0 and n ({successes} of {n})")
+    p = successes / n
+    z2 = z * z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = z * ((p * (1 - p) / n + z2 / (4 * n * n)) ** 0.5) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """``successes`` of ``n`` with its Wilson interval (``value`` None when n = 0)."""
+
+    successes: int
+    n: int
+
+    @property
+    def value(self) -> float | None:
+        return ratio(self.successes, self.n)
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return wilson_interval(self.successes, self.n)
+
+    def to_json(self) -> dict[str, Any]:
+        low_high = self.interval
+        return {"value": self.value, "successes": self.successes, "n": self.n,
+                "low": low_high[0] if low_high else None,
+                "high": low_high[1] if low_high else None}
+
+
+def logged_decision_metrics(
+    decided: Iterable[tuple[bool, bool]],
+) -> dict[str, Proportion]:
+    """Autonomy and intervention precision from the decisions people logged.
+
+    Each item is ``(right, would_have_acted_alone)`` for one resolved intervention: the
+    person approved (right) or replaced (wrong) the agent's action, and the step's
+    confidence was at or above its γ (a guard stopped it; the gate alone would have let it
+    act) or below. With approve as "the agent was right" (DESIGN.md, "Confidence is
+    measured"):
+
+    * ``intervention_precision`` = P(needed | asked) = wrong / all decided handoffs
+    * ``autonomy_precision`` ≈ P(right | confident enough to act alone), estimated on the
+      handoffs whose confidence was ≥ γ — the only confident steps a person judged
+    * ``approval_rate`` = right / all decided handoffs
+    """
+    asked = confident = right_asked = right_confident = 0
+    for right, alone in decided:
+        asked += 1
+        right_asked += bool(right)
+        if alone:
+            confident += 1
+            right_confident += bool(right)
+    return {
+        "intervention_precision": Proportion(asked - right_asked, asked),
+        "autonomy_precision": Proportion(right_confident, confident),
+        "approval_rate": Proportion(right_asked, asked),
+    }
 
 
 # --- StaR toggle metrics (App. A.1, Eqs. 5–12) ------------------------------------------

@@ -7,6 +7,7 @@ does nothing twice.
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -28,6 +29,21 @@ ACTIVE_TASK_STATUSES = (
     TaskStatus.WAITING_USER, TaskStatus.TAKEN_OVER,
 )
 FINISHED_TASK_STATUSES = (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.ABORTED)
+# A task in one of these holds its phone: one drives a phone at a time, others queue.
+DRIVING_TASK_STATUSES = (
+    TaskStatus.RUNNING, TaskStatus.WAITING_OPERATOR, TaskStatus.WAITING_USER,
+    TaskStatus.TAKEN_OVER,
+)
+
+
+class TaskQuerySet(models.QuerySet):
+    def driving(self, device: Any) -> "TaskQuerySet":
+        """The task that currently drives ``device`` (a Device or its id): at most one."""
+        return self.filter(device=device, status__in=DRIVING_TASK_STATUSES)
+
+    def queued_on(self, device: Any) -> "TaskQuerySet":
+        """Tasks waiting for ``device`` to free, first come first served."""
+        return self.filter(device=device, status=TaskStatus.QUEUED).order_by("created_at", "id")
 
 
 class Task(models.Model):
@@ -57,6 +73,12 @@ class Task(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
+    # When the agent last moved: a step scheduled or an action started. Every change goes
+    # through a conditional UPDATE (which ``auto_now`` does not see), so the stall sweep
+    # (agents/recovery.py) reads this instead of ``updated_at``.
+    progressed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = TaskQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
@@ -68,6 +90,16 @@ class Task(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in FINISHED_TASK_STATUSES
+
+    @property
+    def queue_position(self) -> int | None:
+        """1 for the next task to get the phone, 2 behind it…; None unless queued."""
+        if self.status != TaskStatus.QUEUED:
+            return None
+        ahead = Task.objects.queued_on(self.device_id).filter(
+            models.Q(created_at__lt=self.created_at)
+            | models.Q(created_at=self.created_at, id__lt=self.id))
+        return ahead.count() + 1
 
     @property
     def goal(self) -> str:
@@ -120,6 +152,9 @@ class Step(models.Model):
     # The backend's Proposal.extra: model, estimator and the *uncalibrated* score
     # (raw_confidence) that ``calibrate`` fits on, token source, calls, notes.
     extra = models.JSONField(default=dict, blank=True)
+    # Which evidence calibrator turned the backend's claim into ``confidence``
+    # (``agents.calibration``; "" when the backend's own score was used).
+    calibrator_version = models.CharField(max_length=64, blank=True)
     observe_ms = models.FloatField(default=0)
     decide_ms = models.FloatField(default=0)
     execute_ms = models.FloatField(default=0)
@@ -131,6 +166,7 @@ class Step(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["task", "index"], name="unique_step_index"),
         ]
+
 
     def __str__(self) -> str:
         return f"step {self.index} of {self.task_id}"
@@ -191,16 +227,31 @@ class Ticket(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
         related_name="resolved_tickets",
     )
+    # The confidence of ``step`` when the ticket was opened (a step's proposal never
+    # changes): the intervention log filters and sorts 20,000s of tickets by it, which a
+    # join to the steps made slow.
+    step_confidence = models.FloatField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at"]
-        indexes = [models.Index(fields=["status", "created_at"])]
+        indexes = [
+            models.Index(fields=["status", "created_at"]),
+            # The admins' intervention log pages newest first, over any filter.
+            models.Index(fields=["-created_at", "-id"], name="ticket_newest_first"),
+            models.Index(fields=["step_confidence", "created_at"],
+                         name="ticket_step_confidence"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} ticket ({self.reason}, {self.status})"
+
+    def save(self, *args, **kwargs) -> None:
+        if self._state.adding and self.step_confidence is None and self.step is not None:
+            self.step_confidence = self.step.confidence
+        super().save(*args, **kwargs)
 
     @property
     def is_open(self) -> bool:
@@ -261,3 +312,22 @@ class TrainingRecord(models.Model):
 
     class Meta:
         ordering = ["created_at"]
+
+
+class InstallationSettings(models.Model):
+    """Settings an admin changes at run time (one row, pk=1).
+
+    ``default_threshold`` is γ for new tasks on phones without their own; ``None`` keeps
+    ``KAIROS_DEFAULT_THRESHOLD`` (the environment is the initial default).
+    """
+
+    default_threshold = models.FloatField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        verbose_name = verbose_name_plural = "installation settings"
+
+    def __str__(self) -> str:
+        return "installation settings"

@@ -149,3 +149,139 @@ def _nice_ceiling(value: float) -> float:
 
 def _tick(value: float) -> str:
     return f"{value:g}" if abs(value - round(value, 2)) < 1e-9 else f"{value:.2f}"
+
+
+def reliability_plot_svg(result: dict[str, Any], *, title: str | None = None) -> str:
+    """The reliability diagram of a calibrated evaluation: per P(right) bin, the mean
+    calibrated probability (x) against the observed share of right steps (y), one series
+    per γ, with the diagonal of perfect calibration and each γ's ECE in the legend."""
+    rows = [row for row in result.get("results", []) if row.get("reliability")]
+    size = 440
+    left, top, plot = 64, 48, size - 64 - 24
+    bottom = top + plot
+
+    def px(p: float) -> float:
+        return left + p * plot
+
+    def py(p: float) -> float:
+        return bottom - p * plot
+
+    heading = title or f"Reliability — {result.get('suite', '')} ({result.get('backend', '')})"
+    height = size + 24 * max(1, len(rows))
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{height}" '
+        f'viewBox="0 0 {size} {height}" font-family="sans-serif" font-size="12">',
+        f'<text x="{size / 2:.1f}" y="24" text-anchor="middle" font-size="14">'
+        f'{escape(heading)}</text>',
+        f'<rect x="{left}" y="{top}" width="{plot}" height="{plot}" fill="none" stroke="#333"/>',
+        f'<line x1="{px(0):.1f}" y1="{py(0):.1f}" x2="{px(1):.1f}" y2="{py(1):.1f}" '
+        'stroke="#999" stroke-dasharray="4 3"/>',
+    ]
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        out.append(f'<text x="{px(tick):.1f}" y="{bottom + 16}" text-anchor="middle">'
+                   f'{tick:g}</text>')
+        out.append(f'<text x="{left - 8}" y="{py(tick) + 4:.1f}" text-anchor="end">{tick:g}</text>')
+    out.append(f'<text x="{px(0.5):.1f}" y="{bottom + 34}" text-anchor="middle">'
+               'calibrated P(right)</text>')
+    out.append(f'<text transform="translate(16 {py(0.5):.1f}) rotate(-90)" text-anchor="middle">'
+               'observed share right</text>')
+    palette = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"]
+    for i, row in enumerate(rows):
+        colour = palette[i % len(palette)]
+        points = [(b["predicted"], b["observed"], b["steps"]) for b in row["reliability"]]
+        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y, _ in points)
+        out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2" '
+                   f'data-series="gamma-{_tick(float(row["threshold"]))}"/>')
+        for x, y, n in points:
+            radius = 2 + min(6.0, math.sqrt(n) / 2)
+            out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="{radius:.1f}" '
+                       f'fill="{colour}" fill-opacity="0.6"><title>{n} steps</title></circle>')
+        ece = row.get("ece")
+        label = f"γ = {_tick(float(row['threshold']))}: ECE {ece:.3f}" if ece is not None else ""
+        out.append(f'<text x="{left}" y="{bottom + 56 + 20 * i}" fill="{colour}">'
+                   f'{escape(label)}</text>')
+
+
+SERIES_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+def reliability_svg(series: dict[str, list[dict[str, Any]]], *, title: str = "") -> str:
+    """A reliability diagram: observed P(right) per confidence score, one series per
+    backend, each point with its Wilson interval (``low``/``high``) as an error bar.
+
+    ``series`` maps a name to rows ``{"score", "steps", "accuracy", "low", "high"}``
+    (``agents.confidence.reliability_table`` plus the interval). The dashed diagonal is
+    what a 1–5 score would mean if it were a probability: 1 → 0, 5 → 1.
+    """
+    width, height = 640, 400
+    left, right, top, bottom = 64, width - 24, 48, height - 84
+    plot_w, plot_h = right - left, bottom - top
+
+    def px(score: float) -> float:
+        return left + (score - 0.75) / 4.5 * plot_w
+
+    def py(p: float) -> float:
+        return bottom - p * plot_h
+
+    heading = title or "Reliability: P(right) per confidence score"
+    out = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12" '
+        'role="img" class="reliability">',
+        f"<title>{escape(heading)}</title>",
+        f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
+        f'<text x="{width / 2:.1f}" y="24" text-anchor="middle" font-size="14">'
+        f"{escape(heading)}</text>",
+    ]
+    for i in range(6):
+        p = i / 5
+        out.append(f'<line x1="{left}" y1="{py(p):.1f}" x2="{right}" y2="{py(p):.1f}" '
+                   'stroke="#e5e5e5"/>')
+        out.append(f'<text x="{left - 6}" y="{py(p) + 4:.1f}" text-anchor="end">'
+                   f"{round(p * 100)}%</text>")
+    for score in range(1, 6):
+        out.append(f'<text x="{px(score):.1f}" y="{bottom + 18}" text-anchor="middle">'
+                   f"{score}</text>")
+    out += [
+        f'<line x1="{left}" y1="{top}" x2="{left}" y2="{bottom}" stroke="black"/>',
+        f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="black"/>',
+        f'<line x1="{px(1):.1f}" y1="{py(0):.1f}" x2="{px(5):.1f}" y2="{py(1):.1f}" '
+        'stroke="#999" stroke-dasharray="4 4"/>',
+        f'<text x="{(left + right) / 2:.1f}" y="{bottom + 36}" text-anchor="middle">'
+        "confidence score the gate compared with γ</text>",
+        f'<text transform="translate(16 {(top + bottom) / 2:.1f}) rotate(-90)" '
+        'text-anchor="middle">P(right): share approved by a person</text>',
+    ]
+    legend_x = left
+    for n, (name, rows) in enumerate(sorted(series.items())):
+        colour = SERIES_COLOURS[n % len(SERIES_COLOURS)]
+        nudge = (n - (len(series) - 1) / 2) * 0.06  # side by side, not on top
+        points = [(px(float(r["score"]) + nudge), py(float(r["accuracy"])), r)
+                  for r in sorted(rows, key=lambda r: float(r["score"]))]
+        out.append(f'<g class="series" data-backend="{escape(name)}">'
+                   f"<title>{escape(name)}</title>")
+        if len(points) > 1:
+            coords = " ".join(f"{x:.1f},{y:.1f}" for x, y, _ in points)
+            out.append(f'<polyline points="{coords}" fill="none" stroke="{colour}" '
+                       'stroke-width="2"/>')
+        for x, y, r in points:
+            if r.get("low") is not None and r.get("high") is not None:
+                out.append(f'<line x1="{x:.1f}" y1="{py(r["low"]):.1f}" x2="{x:.1f}" '
+                           f'y2="{py(r["high"]):.1f}" stroke="{colour}" stroke-width="1.5"/>')
+            radius = 3 + min(5.0, math.log10(max(1, int(r.get("steps", 1)))) * 2)
+            out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{radius:.1f}" fill="{colour}">'
+                       f'<title>{escape(name)}: score {_tick(float(r["score"]))}, '
+                       f'{r.get("steps", 0)} steps, {float(r["accuracy"]):.0%} right</title>'
+                       "</circle>")
+        out.append("</g>")
+        out.append(f'<rect x="{legend_x}" y="{height - 22}" width="10" height="10" '
+                   f'fill="{colour}"/><text x="{legend_x + 14}" y="{height - 13}">'
+                   f"{escape(name)}</text>")
+        legend_x += 24 + 8 * len(name)
+    if not series:
+        out.append(f'<text x="{(left + right) / 2:.1f}" y="{(top + bottom) / 2:.1f}" '
+                   'text-anchor="middle" fill="#666">no decided handoffs yet</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"

@@ -10,6 +10,8 @@ import json
 import logging
 import time
 from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
 from typing import Any, Callable
 
 from django.conf import settings
@@ -26,10 +28,13 @@ from agents.models import (
     ACTIVE_TASK_STATUSES, DecidedBy, Decision, Message, Step, StepStatus, Task,
     TaskStatus, Ticket, TicketKind, TicketReason, TicketStatus, TrainingRecord,
 )
-from devices.actions import COMPLETE, IMPOSSIBLE, TERMINAL_TYPES, Action, ActionError, validate_action
+from devices.actions import (
+    COMPLETE, IMPOSSIBLE, TERMINAL_TYPES, Action, ActionError, ActionOutcome, text_problem,
+    validate_action,
+)
 from devices.host import DeviceError, get_device_client
 from devices.models import Device, DeviceStatus
-from devices.uitree import nodes_from_json
+from devices.uitree import nodes_from_json, screen_signature
 
 logger = logging.getLogger(__name__)
 
@@ -59,6 +64,12 @@ class Conflict(ServiceError):
     status = 409
 
 
+class DeviceUnavailable(ServiceError):
+    """The phone did not answer: nothing is wrong with the request; try again later."""
+
+    status = 503
+
+
 # --- roles ---------------------------------------------------------------------------
 
 def is_operator(user: Any) -> bool:
@@ -75,8 +86,19 @@ def is_admin(user: Any) -> bool:
 
 # --- access --------------------------------------------------------------------------
 
-def access_device(user: Any, ref: str) -> Device:
+def usable_devices(user: Any):
+    """The phones ``user`` may run tasks on: all for operators; for end users the phones
+    open to everyone (no users listed) and those listing them."""
+    devices = Device.objects.order_by("name")
+    if is_operator(user):
+        return devices
+    return devices.filter(Q(users=None) | Q(users=user)).distinct()
+
+
+def access_device(user: Any, ref: Any) -> Device:
     """A device by id or name that ``user`` may run tasks on."""
+    if not isinstance(ref, str) or text_problem(ref) or len(ref) > 200:
+        raise NotFound("unknown device")
     device = None
     try:
         device = Device.objects.filter(id=ref).first()
@@ -86,9 +108,7 @@ def access_device(user: Any, ref: str) -> Device:
         device = Device.objects.filter(name=ref).first()
     if device is None:
         raise NotFound(f"unknown device '{str(ref)[:64]}'")
-    if not is_operator(user) and device.users.exists() and not device.users.filter(
-        pk=user.pk
-    ).exists():
+    if not usable_devices(user).filter(id=device.id).exists():
         raise Forbidden(f"you may not use device '{device.name}'")
     return device
 
@@ -123,10 +143,17 @@ def access_ticket(user: Any, ticket_id: Any) -> Ticket:
 
 # --- creating and starting tasks -----------------------------------------------------
 
+def check_text(text: str, what: str) -> str:
+    """Refuse text no database or socket can carry (NUL, lone surrogates)."""
+    if problem := text_problem(text):
+        raise ServiceError(f"the {what} {problem}")
+    return text
+
+
 def check_instruction(text: Any) -> str:
     if not isinstance(text, str) or not text.strip():
         raise ServiceError("the instruction is empty")
-    text = text.strip()
+    text = check_text(text.strip(), "instruction")
     if len(text) > MAX_INSTRUCTION_LENGTH:
         raise ServiceError(
             f"the instruction is {len(text)} characters; at most {MAX_INSTRUCTION_LENGTH}"
@@ -134,9 +161,24 @@ def check_instruction(text: Any) -> str:
     return text
 
 
-def check_threshold(value: Any) -> float:
+def default_threshold(device: Device | None = None) -> float:
+    """γ for a new task: the phone's own, else the admins' default, else the environment's.
+
+    Admins set the first two on /review/calibration/ (or in /admin/);
+    ``KAIROS_DEFAULT_THRESHOLD`` stays the initial default of an installation.
+    """
+    from agents.models import InstallationSettings
+
+    if device is not None and device.threshold is not None:
+        return float(device.threshold)
+    stored = InstallationSettings.objects.filter(pk=1).values_list(
+        "default_threshold", flat=True).first()
+    return float(stored if stored is not None else settings.KAIROS_DEFAULT_THRESHOLD)
+
+
+def check_threshold(value: Any, device: Device | None = None) -> float:
     if value is None:
-        return float(settings.KAIROS_DEFAULT_THRESHOLD)
+        return default_threshold(device)
     try:
         threshold = float(value)
     except (TypeError, ValueError):
@@ -150,11 +192,11 @@ def check_backend(name: Any, device: Device) -> str:
     from agents.backends import backend_names
 
     name = name or settings.KAIROS_DEFAULT_BACKEND
-    if name not in backend_names():
-        raise ServiceError(
+    if not isinstance(name, str) or name not in backend_names():
+        raise NotFound(
             f"unknown backend '{str(name)[:32]}': use one of {', '.join(backend_names())}")
     if name == "oracle" and device.kind != "sim":
-        raise ServiceError("the oracle backend exists for simulated phones only")
+        raise Conflict("the oracle backend exists for simulated phones only")
     return name
 
 
@@ -180,30 +222,101 @@ def check_device_online(device: Device) -> None:
                        "device_host of its machine) and try again")
 
 
+def check_suite(name: Any, task_id: Any) -> tuple[str, str]:
+    """A suite named over the API: a bundled suite, or a file of ``KAIROS_SUITES_DIR``.
+
+    Returns what the device host loads (a bundled name, or the absolute path of the file)
+    and the task id. Unlike ``run_task --suite``, which takes any path an admin gives it,
+    a caller over the network must not make the server open files of its choosing.
+    """
+    from devices.sim import SimLoadError, bundled_suite_names, find_suite
+
+    if not name and not task_id:
+        return "", ""
+    if not isinstance(name, str) or not isinstance(task_id, str) or not name or not task_id:
+        raise NotFound("a suite task needs both 'suite' and 'suite_task'")
+    check_text(name, "suite")
+    check_text(task_id, "suite_task")
+    ref: str | None = name if name in bundled_suite_names() else None
+    directory = settings.KAIROS_SUITES_DIR
+    if ref is None and directory and "/" not in name and "\\" not in name and len(name) <= 100:
+        for suffix in (".yaml", ".yml", ".json"):
+            candidate = Path(directory).resolve() / f"{name}{suffix}"
+            if candidate.is_file() and candidate.parent == Path(directory).resolve():
+                ref = str(candidate)
+                break
+    if ref is None:
+        where = f" or a file in {directory}" if directory else ""
+        raise NotFound(f"no suite '{name[:64]}': use one of "
+                       f"{', '.join(bundled_suite_names())}{where}")
+    try:
+        find_suite(ref).task(task_id)
+    except KeyError as exc:
+        raise NotFound(str(exc.args[0])[:300]) from None
+    except SimLoadError as exc:
+        raise ServiceError(f"suite '{name[:64]}' cannot be loaded: {str(exc)[:300]}") from None
+    return ref, task_id
+
+
 def create_task(
     owner: Any, device: Device, instruction: Any, *, threshold: Any = None,
     backend: str | None = None, suite: str = "", suite_task: str = "",
     max_steps: int | None = None, start: bool = True,
 ) -> Task:
     instruction = check_instruction(instruction)
-    threshold = check_threshold(threshold)
+    if not device.enabled:
+        raise Conflict(f"the phone '{device.name}' is disabled by an admin")
+    threshold = check_threshold(threshold, device)
     backend = check_backend(backend, device)
     check_device_online(device)
     if backend == "oracle" and not suite:
         raise ServiceError("the oracle backend needs a suite task")
     with transaction.atomic():
+        # The phone's row is locked before the task is inserted, so two tasks created at
+        # once for a free phone cannot both see it free and both start.
+        _lock_device(device.id)
         task = Task.objects.create(
             owner=owner, device=device, instruction=instruction, threshold=threshold,
             backend=backend, suite=suite, suite_task=suite_task,
             max_steps=max_steps or settings.KAIROS_MAX_STEPS,
         )
-        if start:
-            start_task(task)
+        # One task drives a phone at a time; the others queue, first come first served.
+        if start and start_next_queued(device.id) is None:
+            events.task_updated(task)  # queued: it starts when the phone frees
+    task.refresh_from_db()
     return task
 
 
+def _lock_device(device_id: Any) -> None:
+    """Serialise who drives a phone (call inside a transaction). ``FOR NO KEY UPDATE``:
+    it does not wait for the key-share locks that inserting a task for it takes."""
+    list(Device.objects.select_for_update(no_key=True).filter(id=device_id).values_list("id"))
+
+
+def start_next_queued(device_id: Any) -> Task | None:
+    """The phone has freed: start the oldest task queued for it, if any (FIFO)."""
+    with transaction.atomic():
+        _lock_device(device_id)
+        if Task.objects.driving(device_id).exists():
+            return None
+        task = Task.objects.queued_on(device_id).select_related("device").first()
+        if task is None:
+            return None
+        try:
+            start_task(task)
+        except DeviceError as exc:
+            # The phone cannot be prepared (its device host is down): the task keeps its
+            # place, and the workers' stall sweep tries again (agents/recovery.py).
+            logger.warning("task %s stays queued: %s", task.id, exc)
+            return None
+        for waiting in Task.objects.queued_on(device_id).select_related("device"):
+            events.task_updated(waiting)  # everyone behind moved up one place
+        return task
+
+
 def start_task(task: Task) -> None:
-    """QUEUED → RUNNING, then the first step is scheduled after commit."""
+    """QUEUED → RUNNING, then the first step is scheduled after commit. The caller has
+    checked that the phone is free (``create_task``, ``start_next_queued``)."""
     if task.suite and task.suite_task:
         # A suite task starts from its own initial state, like AndroidWorld's set-up.
         get_device_client().reset(task.device.name, task.suite, task.suite_task)
@@ -236,6 +349,12 @@ def set_step_scheduler(scheduler: Callable[[str, int], None] | None
 
 
 def schedule_step(task_id: Any, index: int) -> None:
+    """Send step ``index`` to a worker after commit, and mark the task as moving.
+
+    ``progressed_at`` is what the stall sweep (agents/recovery.py) reads: a message lost
+    with a killed worker leaves it behind, and the sweep schedules the step again.
+    """
+    Task.objects.filter(id=task_id).update(progressed_at=timezone.now())
     scheduler = _scheduler
     transaction.on_commit(lambda: scheduler(str(task_id), index))
 
@@ -262,7 +381,12 @@ def _backend_for(task: Task):
 
         kwargs = {"device": get_local_host().device(task.device.name),
                   "task": find_suite(task.suite).task(task.suite_task)}
-    return get_backend(task.backend, **kwargs)
+    # The gate reads the calibrated confidence (issue 12): the backend's evidence mapped
+    # to P(right) by the installation's calibrator, or the shipped one.
+    from agents.calibration.gate import calibrated_backend, find_calibrator
+
+    return calibrated_backend(get_backend(task.backend, **kwargs),
+                              find_calibrator(task.backend, var_dir=settings.VAR_DIR))
 
 
 # Backends whose prompts show D-PoT references; for the others the retrieval is skipped,
@@ -309,12 +433,7 @@ def run_step(task_id: Any, index: int) -> str:
                        StepStatus.CANCELLED):
         return "waiting" if step.status == StepStatus.WAITING else "stale"
     if step.status == StepStatus.EXECUTING:
-        # A worker died mid-action: the device may or may not have acted, so the action
-        # is never repeated; the next step observes the screen as it is.
-        with transaction.atomic():
-            Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
-                status=StepStatus.DONE, outcome="unknown: worker stopped during the action")
-            return _advance(task, index)
+        return abandon_executing_step(task, step)
     return execute_step(task, step)
 
 
@@ -337,8 +456,7 @@ def _propose_step(task: Task, index: int) -> Step | None:
                 step = Step.objects.create(task=task, index=index, status=StepStatus.WAITING)
             except IntegrityError:
                 return None
-            open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.DEVICE_ERROR,
-                        note=str(exc))
+            _device_error_ticket(task, step, str(exc))
         return step
     observed = time.perf_counter()
     ctx = StepContext(
@@ -375,6 +493,7 @@ def _propose_step(task: Task, index: int) -> Step | None:
                 prompt_tokens=proposal.prompt_tokens,
                 completion_tokens=proposal.completion_tokens,
                 extra=_json_safe(proposal.extra),
+                calibrator_version=str(proposal.extra.get("calibrator_version") or "")[:64],
                 observe_ms=(observed - started) * 1000, decide_ms=(decided - observed) * 1000,
                 status=StepStatus.READY if executes else StepStatus.WAITING,
                 executed_action=decision.action.to_json() if executes else None,
@@ -391,46 +510,139 @@ def _propose_step(task: Task, index: int) -> Step | None:
 
 
 def execute_step(task: Task, step: Step) -> str:
-    """Run the step's decided action once; a second delivery finds it claimed."""
+    """Run the step's decided action once; a second delivery finds it claimed.
+
+    A step a person decided (it had a ticket) waited while the phone may have moved on:
+    the host is asked first whether it already performed this step (a worker that timed
+    out on a slow host), then the screen is observed again, and an action decided for
+    another screen is not run (issue 11, item 7): the step is cancelled and the agent
+    looks again, opening a new ticket on the new screen if it is unsure.
+    """
     won = Step.objects.filter(id=step.id, status__in=(StepStatus.READY, StepStatus.PROPOSED)
                               ).update(status=StepStatus.EXECUTING)
     if not won:
         return "duplicate"
+    Task.objects.filter(id=task.id).update(progressed_at=timezone.now())
     action = validate_action(step.executed_action)
     assert isinstance(action, Action), "only validated actions are stored for execution"
     if action.type in TERMINAL_TYPES:
         Step.objects.filter(id=step.id).update(status=StepStatus.DONE, outcome="finished",
                                                summary=action.describe(),
                                                executed_at=timezone.now())
-        _finish_on(task, action)
+        _finish_on(task, action, reason=step.thought)
         return "finished"
-    nodes = nodes_from_json(step.ui_nodes) if step.ui_nodes else []
-    target = loop.target_node(action, nodes)
+    client = get_device_client()
+    origin = _origin(task, step)
     started = time.perf_counter()
     try:
-        outcome = get_device_client().perform(task.device.name, action)
+        outcome = None
+        if step.tickets.exists():
+            recorded = client.performed(task.device.name, origin)
+            if recorded is not None:
+                outcome = _outcome(recorded)
+            elif step.ui_nodes and screen_signature(nodes_from_json(step.ui_nodes)) != \
+                    screen_signature(client.observe(task.device.name).nodes):
+                return _skip_moved_screen(task, step)
+        if outcome is None:
+            outcome = client.perform(task.device.name, action, origin=origin)
     except DeviceError as exc:
         with transaction.atomic():
-            Step.objects.filter(id=step.id).update(status=StepStatus.WAITING,
-                                                   outcome=f"error: {exc}"[:255])
-            Task.objects.filter(id=task.id, status=TaskStatus.RUNNING).update(
-                status=TaskStatus.WAITING_OPERATOR)
-            open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.DEVICE_ERROR,
-                        note=str(exc), set_status=False)
+            # Conditional: the stall sweep may have closed a step this slow already.
+            if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                    status=StepStatus.WAITING, outcome=f"error: {exc}"[:255]):
+                return "stale"
+            _device_error_ticket(task, step, str(exc))
         return "waiting"
+    return _record_outcome(task, step, action, outcome, started)
+
+
+def _origin(task: Task, step: Step) -> dict[str, Any]:
+    """The ids the device host files a step's action under (at most once per step)."""
+    return {"task": str(task.id), "step": step.index}
+
+
+def _outcome(data: dict[str, Any]) -> ActionOutcome:
+    return ActionOutcome(ok=data["ok"], changed=data["changed"], error=data.get("error"),
+                         details=data.get("details") or {})
+
+
+def _device_error_ticket(task: Task, step: Step, note: str) -> None:
+    """The phone could not be reached for ``step`` (now waiting): a person decides."""
+    Task.objects.filter(id=task.id, status=TaskStatus.RUNNING).update(
+        status=TaskStatus.WAITING_OPERATOR)
+    open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.DEVICE_ERROR,
+                note=note, set_status=False)
+    # The owner hears it from the task chat, not only from a status badge.
+    message = Message.objects.create(
+        task=task, sender=Message.Sender.SYSTEM,
+        text="The phone stopped answering, so an operator has been asked to check it. "
+             "The task goes on once they have.")
+    events.chat_message(message)
+
+
+def _record_outcome(task: Task, step: Step, action: Action, outcome: ActionOutcome,
+                    started: float) -> str:
+    nodes = nodes_from_json(step.ui_nodes) if step.ui_nodes else []
+    target = loop.target_node(action, nodes)
     excluded = set(task.excluded_elements)
     loop.reflect(action, outcome.changed, target, excluded)
     entry = loop.history_entry(step.index, action, step.decided_by, outcome.changed, target)
     with transaction.atomic():
-        Step.objects.filter(id=step.id).update(
+        if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
             status=StepStatus.DONE, screen_changed=outcome.changed,
             outcome=("changed" if outcome.changed else "unchanged") if outcome.ok
             else f"error: {outcome.error}"[:255],
             summary=entry.summary[:255], execute_ms=(time.perf_counter() - started) * 1000,
             executed_at=timezone.now(),
-        )
+        ):
+            return "stale"  # the stall sweep closed it and moved on meanwhile
         result = _advance(task, step.index, excluded)
     return "executed" if result == "scheduled" else result
+
+
+def _skip_moved_screen(task: Task, step: Step) -> str:
+    with transaction.atomic():
+        if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                status=StepStatus.CANCELLED,
+                outcome="not run: the screen changed after the action was decided"):
+            return "stale"
+        message = Message.objects.create(
+            task=task, sender=Message.Sender.SYSTEM,
+            text="The phone's screen changed before the chosen action could run, so it was "
+                 "not run. The agent looks at the screen again.")
+        events.chat_message(message)
+        return _advance(task, step.index)
+
+
+def abandon_executing_step(task: Task, step: Step) -> str:
+    """A worker died mid-action (a redelivered message, or the stall sweep found it).
+
+    The device host is asked whether it performed the step: it answers in turn with this
+    phone's other requests, after an earlier perform of it finished or expired. Performed:
+    the step is recorded as done. Not performed: the step is cancelled and the next step
+    observes the screen again, so the action is never run twice. The host unreachable: the
+    step waits for a person with a ``device_error`` ticket.
+    """
+    try:
+        recorded = get_device_client().performed(task.device.name, _origin(task, step))
+    except DeviceError as exc:
+        with transaction.atomic():
+            if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                    status=StepStatus.WAITING,
+                    outcome="unknown: the worker stopped during the action"):
+                return "stale"
+            _device_error_ticket(task, step, f"the worker stopped during the action, and "
+                                             f"the phone cannot be asked whether it acted: {exc}")
+        return "waiting"
+    action = validate_action(step.executed_action)
+    if recorded is not None and isinstance(action, Action):
+        return _record_outcome(task, step, action, _outcome(recorded), time.perf_counter())
+    with transaction.atomic():
+        if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                status=StepStatus.CANCELLED,
+                outcome="not run: the worker stopped before the phone acted"):
+            return "stale"
+        return _advance(task, step.index)
 
 
 def _advance(task: Task, index: int, excluded: set[str] | None = None) -> str:
@@ -453,26 +665,64 @@ def _advance(task: Task, index: int, excluded: set[str] | None = None) -> str:
     return "scheduled"
 
 
-def _finish_on(task: Task, action: Action) -> None:
+def _finish_on(task: Task, action: Action, reason: str = "") -> None:
     success: bool | None = None
     if task.suite and task.suite_task:
         try:
             success = get_device_client().check(task.device.name, task.suite, task.suite_task)
         except DeviceError as exc:
             logger.warning("could not judge task %s: %s", task.id, exc)
+    error = ""
     if action.type == COMPLETE:
         status = TaskStatus.SUCCEEDED if success is not False else TaskStatus.FAILED
+        if status == TaskStatus.FAILED:
+            error = "the agent thought it was done, but the phone does not show what was asked"
     else:
         status = TaskStatus.FAILED
-    finish_task(task, status, success=success)
+        # The user is told why: the agent's own reason for giving up.
+        reason = reason.strip().rstrip(".") or "no reason given"
+        error = f"the agent believes this cannot be done: {reason}"
+    finish_task(task, status, success=success, error=error[:2000])
 
 
-def finish_task(task: Task, status: str, *, success: bool | None = None, error: str = "") -> bool:
+def closing_summary(task: Task, by: Any = None) -> str:
+    """The last line of a finished task's chat: what happened, and why it ended."""
+    steps = task.steps.filter(status=StepStatus.DONE).exclude(executed_action=None)
+    done = steps.count()
+    helped = steps.filter(decided_by=DecidedBy.OPERATOR).count()
+    count = f"{done} step{'s' if done != 1 else ''}" + (
+        f", {helped} of them by an operator" if helped else "")
+    if task.status == TaskStatus.SUCCEEDED:
+        return f"Done in {count}."
+    if task.status == TaskStatus.ABORTED:
+        prefix = f"aborted by {by}: " if by is not None else ""
+        why = f" Reason: {task.error[len(prefix):]}" if prefix and \
+            task.error.startswith(prefix) else ""
+        if by is not None and getattr(by, "pk", None) == task.owner_id:
+            return f"You stopped this task after {count}.{why}"
+        if by is not None:
+            return f"An operator ({by.get_username()}) stopped this task after {count}.{why}"
+        return f"This task was stopped after {count}: {task.error or 'no reason given'}."
+    return f"Could not finish after {count}: {task.error or 'no reason given'}."
+
+
+def finish_task(task: Task, status: str, *, success: bool | None = None, error: str = "",
+                by: Any = None) -> bool:
+    """End an active task once (terminal ``status``); its phone goes to the next queued
+    task. ``by`` is the person who stopped it, if one did."""
     with transaction.atomic():
         won = Task.objects.filter(id=task.id, status__in=ACTIVE_TASK_STATUSES).update(
             status=status, success=success, error=error, finished_at=timezone.now())
         if not won:
             return False
+        transaction.on_commit(lambda: _start_next_after(task.device_id))
+        # A step still waiting for a person will never run: say so instead of "waiting".
+        Step.objects.filter(task=task, status=StepStatus.WAITING).update(
+            status=StepStatus.CANCELLED, outcome="task ended")
+        task.refresh_from_db()
+        message = Message.objects.create(task=task, sender=Message.Sender.SYSTEM,
+                                         text=closing_summary(task, by))
+        events.chat_message(message)
         for ticket in Ticket.objects.filter(task=task, status__in=(TicketStatus.OPEN,
                                                                    TicketStatus.CLAIMED)):
             if Ticket.objects.filter(id=ticket.id, status=ticket.status).update(
@@ -482,6 +732,15 @@ def finish_task(task: Task, status: str, *, success: bool | None = None, error: 
         task.refresh_from_db()
         events.task_updated(task)
     return True
+
+
+def _start_next_after(device_id: Any) -> None:
+    # After the finishing transaction commits, so a queued suite task's phone reset and
+    # first step never hang on the transaction that freed the phone.
+    try:
+        start_next_queued(device_id)
+    except Exception:  # the stall sweep starts it later; the finish itself stands
+        logger.exception("could not start the next task queued for device %s", device_id)
 
 
 # --- tickets -------------------------------------------------------------------------
@@ -500,7 +759,10 @@ def open_ticket(task: Task, step: Step | None, kind: str, reason: str, *, note: 
                                        note=note[:2000], question=question,
                                        options=options or [])
         task.refresh_from_db()
-        events.ticket_opened(ticket)
+        if kind != TicketKind.CLARIFICATION:
+            # A question goes to the user first; operators see it only once it is
+            # escalated (escalate_clarification), as docs/end-users.md promises.
+            events.ticket_opened(ticket)
         events.task_updated(task)
     return ticket
 
@@ -517,16 +779,46 @@ def open_clarification(task: Task, step: Step, question: str, options: list[str]
     return ticket
 
 
+def _stale_claim() -> Q:
+    """A claim whose holder has shown no sign of life for KAIROS_CLAIM_TIMEOUT seconds.
+
+    An operator's open ticket page renews its claim while they work; a closed laptop or a
+    crashed browser cannot release it, so after the timeout anyone may take it.
+    """
+    cutoff = timezone.now() - timedelta(seconds=float(settings.KAIROS_CLAIM_TIMEOUT))
+    return Q(status=TicketStatus.CLAIMED, claimed_at__lt=cutoff)
+
+
 def claim_ticket(ticket: Ticket, user: Any) -> Ticket:
+    """Take ``ticket`` for ``user``; the holder claiming again renews the claim."""
     with transaction.atomic():
-        won = Ticket.objects.filter(id=ticket.id, status=TicketStatus.OPEN).update(
-            status=TicketStatus.CLAIMED, assignee=user, claimed_at=timezone.now())
+        won = Ticket.objects.filter(
+            Q(status=TicketStatus.OPEN) | Q(status=TicketStatus.CLAIMED, assignee=user)
+            | _stale_claim(), id=ticket.id,
+        ).update(status=TicketStatus.CLAIMED, assignee=user, claimed_at=timezone.now())
+        was = (ticket.status, ticket.assignee_id)
         ticket.refresh_from_db()
         if not won:
-            if ticket.status == TicketStatus.CLAIMED and ticket.assignee_id == user.pk:
-                return ticket
             if ticket.status == TicketStatus.CLAIMED:
                 raise Conflict(f"{ticket.assignee} holds this ticket")
+            raise Conflict(f"this ticket is already {ticket.status}")
+        if was != (TicketStatus.CLAIMED, user.pk):
+            events.ticket_claimed(ticket)
+    return ticket
+
+
+def reassign_ticket(ticket: Ticket, admin: Any, to_user: Any) -> Ticket:
+    """An admin gives a still-open ticket to ``to_user`` (an operator), whoever holds it."""
+    if not is_admin(admin):
+        raise Forbidden("only admins reassign tickets")
+    if to_user is None or not is_operator(to_user):
+        raise ServiceError("tickets can only be given to an operator")
+    with transaction.atomic():
+        won = Ticket.objects.filter(
+            id=ticket.id, status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED),
+        ).update(status=TicketStatus.CLAIMED, assignee=to_user, claimed_at=timezone.now())
+        ticket.refresh_from_db()
+        if not won:
             raise Conflict(f"this ticket is already {ticket.status}")
         events.ticket_claimed(ticket)
     return ticket
@@ -561,11 +853,11 @@ def check_resolution(ticket: Ticket, decision: Any, action: Any = None,
         return Resolution(decision, answer=check_message_text(answer))
     if decision == Decision.APPROVE:
         if ticket.kind == TicketKind.CLARIFICATION:
-            raise ServiceError("a clarification is resolved with an answer, not approved")
+            raise Conflict("a clarification is resolved with an answer, not approved")
         proposed = ticket.step.proposed_action if ticket.step else None
         checked = validate_action(proposed) if proposed else None
         if not isinstance(checked, Action):
-            raise ServiceError("there is no valid proposed action to approve; edit it instead")
+            raise Conflict("there is no valid proposed action to approve; edit it instead")
         return Resolution(decision, action=checked)
     if decision == Decision.EDIT:
         device = ticket.task.device
@@ -573,6 +865,9 @@ def check_resolution(ticket: Ticket, decision: Any, action: Any = None,
         if isinstance(checked, ActionError):
             raise ServiceError(f"invalid action: {checked.message}")
         return Resolution(decision, action=checked)
+    if decision == Decision.ABORT and isinstance(answer, str) and answer.strip():
+        # An abort may say why; the user reads it in their chat.
+        return Resolution(decision, answer=check_message_text(answer))
     return Resolution(decision)
 
 
@@ -583,8 +878,8 @@ def resolve_ticket(ticket: Ticket, user: Any, decision: Any, action: Any = None,
     now = timezone.now()
     with transaction.atomic():
         won = Ticket.objects.filter(
-            Q(status=TicketStatus.OPEN) | Q(status=TicketStatus.CLAIMED, assignee=user),
-            id=ticket.id,
+            Q(status=TicketStatus.OPEN) | Q(status=TicketStatus.CLAIMED, assignee=user)
+            | _stale_claim(), id=ticket.id,
         ).update(status=TicketStatus.RESOLVED, decision=resolution.decision,
                  human_action=resolution.action.to_json() if resolution.action else None,
                  answer=resolution.answer, resolved_by=user, resolved_at=now,
@@ -607,7 +902,8 @@ def _apply_resolution(ticket: Ticket, task: Task, resolution: Resolution, user: 
     step = ticket.step
     waiting = (TaskStatus.WAITING_OPERATOR, TaskStatus.WAITING_USER)
     if resolution.decision == Decision.ABORT:
-        finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}")
+        why = f": {resolution.answer}" if resolution.answer else ""
+        finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}{why}", by=user)
         return
     if resolution.decision == Decision.ANSWER:
         Task.objects.filter(id=task.id).update(answers=list(task.answers) + [resolution.answer])
@@ -648,10 +944,10 @@ def _resume(task: Task, from_statuses: tuple, next_index: int) -> None:
 
 
 def _record_training(ticket: Ticket, task: Task, user: Any) -> None:
+    from agents.training.labels import score_label
+
     step = ticket.step
-    # OS-Kairos Eq. 3 ("action || score"): an approved action is a full-score example,
-    # a replaced one a low-score example; answers and aborts carry no action label.
-    label = {Decision.APPROVE: 5, Decision.EDIT: 1, Decision.TAKEOVER: 1}.get(ticket.decision)
+    label = score_label(ticket.decision)  # OS-Kairos Eq. 3, see agents/training/labels.py
     seconds = (ticket.resolved_at - ticket.created_at).total_seconds() if ticket.resolved_at \
         else None
     TrainingRecord.objects.create(
@@ -668,8 +964,9 @@ def _record_training(ticket: Ticket, task: Task, user: Any) -> None:
 
 
 def abort_task(task: Task, user: Any) -> Task:
-    if not finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}"):
-        raise Conflict(f"the task is already {task.status}")
+    if not finish_task(task, TaskStatus.ABORTED, error=f"aborted by {user}", by=user):
+        task.refresh_from_db()
+        raise Conflict(f"the task has already ended ({task.get_status_display().lower()})")
     task.refresh_from_db()
     return task
 
@@ -677,15 +974,26 @@ def abort_task(task: Task, user: Any) -> Task:
 # --- take-over -----------------------------------------------------------------------
 
 def check_takeover_holder(task: Task, user: Any) -> Ticket:
-    ticket = task.tickets.filter(decision=Decision.TAKEOVER, resolved_by=user).order_by(
-        "-resolved_at").first()
-    if task.status != TaskStatus.TAKEN_OVER or ticket is None:
-        raise Forbidden("you do not hold a take-over of this task")
+    """The take-over ``user`` holds on ``task``: the task's *latest* take-over, still on.
+
+    An operator who took over earlier and handed back must not keep control once
+    someone else took over at a later ticket.
+    """
+    ticket = task.tickets.filter(decision=Decision.TAKEOVER).order_by("-resolved_at").first()
+    if task.status != TaskStatus.TAKEN_OVER or ticket is None or \
+            ticket.resolved_by_id != getattr(user, "pk", None):
+        raise Forbidden("you do not hold the take-over of this task")
     return ticket
 
 
 def operator_input(task: Task, user: Any, action: Any) -> Step:
-    """One input of an operator in control, executed and recorded as an operator step."""
+    """One input of an operator in control, executed and recorded as an operator step.
+
+    Inputs are serialised on the task's row (``SELECT … FOR UPDATE``): three sent at once
+    used to pick the same step index, and two of them failed on the unique index and
+    were lost (issue 11, item 8). Each now waits its turn and runs in the order it got
+    the lock, as the phone executes them anyway.
+    """
     check_takeover_holder(task, user)
     checked = validate_action(action, (task.device.width, task.device.height))
     if isinstance(checked, ActionError):
@@ -693,9 +1001,16 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
     if checked.type in TERMINAL_TYPES:
         raise ServiceError("hand the task back, or abort it, instead of COMPLETE/IMPOSSIBLE")
     client = get_device_client()
-    observation = client.observe(task.device.name)
     with transaction.atomic():
-        index = task.steps.count() and (task.steps.order_by("-index").first().index + 1)
+        task = Task.objects.select_for_update(of=("self",)).select_related("device").get(
+            id=task.id)
+        check_takeover_holder(task, user)  # again, under the lock: it may have just ended
+        last = task.steps.order_by("-index").values_list("index", flat=True).first()
+        index = 0 if last is None else last + 1
+        try:
+            observation = client.observe(task.device.name)
+        except DeviceError as exc:
+            raise DeviceUnavailable(str(exc)) from None
         step = Step.objects.create(
             task=task, index=index, frame=observation.frame, screen_width=observation.width,
             screen_height=observation.height, app=observation.app,
@@ -704,15 +1019,33 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
             status=StepStatus.EXECUTING,
         )
         step.screenshot.save(f"{task.id}-{index}.jpg", ContentFile(observation.jpeg), save=True)
-    outcome = client.perform(task.device.name, checked)
-    target = loop.target_node(checked, observation.nodes)
-    entry = loop.history_entry(index, checked, DecidedBy.OPERATOR, outcome.changed, target)
-    Step.objects.filter(id=step.id).update(
-        status=StepStatus.DONE, screen_changed=outcome.changed, summary=entry.summary[:255],
-        outcome="changed" if outcome.changed else "unchanged", executed_at=timezone.now())
-    Task.objects.filter(id=task.id).update(cursor=index + 1)
-    task.refresh_from_db()
-    events.task_updated(task)
+        try:
+            outcome = client.perform(task.device.name, checked,
+                                     origin={"task": str(task.id), "step": index})
+        except DeviceError as exc:
+            # Kept, not rolled back: the phone may have acted, and the host files the
+            # action under this step's index, which must not be given to another input.
+            Step.objects.filter(id=step.id).update(status=StepStatus.DONE,
+                                                   outcome=f"unknown: {exc}"[:255])
+            error = DeviceUnavailable(str(exc))
+        else:
+            error = None
+            target = loop.target_node(checked, observation.nodes)
+            entry = loop.history_entry(index, checked, DecidedBy.OPERATOR, outcome.changed,
+                                       target)
+            # A refused input (TYPE with no field focused) is recorded as failed, as the
+            # agent's are.
+            Step.objects.filter(id=step.id).update(
+                status=StepStatus.DONE, screen_changed=outcome.changed,
+                summary=entry.summary[:255],
+                outcome=("changed" if outcome.changed else "unchanged") if outcome.ok
+                else f"error: {outcome.error}"[:255],
+                executed_at=timezone.now())
+        Task.objects.filter(id=task.id).update(cursor=index + 1)
+        task.refresh_from_db()
+        events.task_updated(task)
+    if error is not None:
+        raise error
     step.refresh_from_db()
     return step
 
@@ -720,11 +1053,14 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
 def hand_back(task: Task, user: Any) -> Task:
     check_takeover_holder(task, user)
     with transaction.atomic():
+        # Under the task's lock, like inputs: the next step's index is after the last input.
+        list(Task.objects.select_for_update(of=("self",)).filter(id=task.id).values_list("id"))
         next_index = (task.steps.order_by("-index").values_list("index", flat=True).first() or 0) + 1
         won = Task.objects.filter(id=task.id, status=TaskStatus.TAKEN_OVER).update(
             status=TaskStatus.RUNNING, cursor=next_index)
         if not won:
-            raise Conflict(f"the task is {task.status}")
+            raise Conflict(f"the task is not taken over any more "
+                           f"({task.get_status_display().lower()})")
         schedule_step(task.id, next_index)
         task.refresh_from_db()
         events.task_updated(task)
@@ -736,7 +1072,7 @@ def hand_back(task: Task, user: Any) -> Task:
 def check_message_text(text: Any) -> str:
     if not isinstance(text, str) or not text.strip():
         raise ServiceError("the message is empty")
-    text = text.strip()
+    text = check_text(text.strip(), "message")
     if len(text) > MAX_MESSAGE_LENGTH:
         raise ServiceError(f"the message is {len(text)} characters; at most {MAX_MESSAGE_LENGTH}")
     return text
@@ -752,6 +1088,10 @@ def post_message(task: Task, user: Any, text: Any, ticket_id: Any = None) -> Mes
     is_owner = task.owner_id == user.pk
     if not is_owner and not is_operator(user):
         raise Forbidden("this is not your task")
+    task.refresh_from_db(fields=["status"])
+    if task.is_finished:
+        # Nobody reads the chat of a finished task: refuse rather than lose the message.
+        raise Conflict("this task has finished; the chat is closed (start a new task instead)")
     with transaction.atomic():
         open_questions = task.tickets.filter(kind=TicketKind.CLARIFICATION, status__in=(
             TicketStatus.OPEN, TicketStatus.CLAIMED))

@@ -138,18 +138,37 @@ def _as_screen(screen: Screen | tuple[int, int] | None) -> Screen | None:
     return Screen(int(screen[0]), int(screen[1]))
 
 
+# No screen is this large; a bound keeps "1e400", "inf" or 400 nines from overflowing.
+MAX_COORDINATE = 10**6
+
+
 def _coerce_int(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value == value and abs(value) < 1e9:
-        return int(round(value))
     if isinstance(value, str):
         try:
-            return int(round(float(value.strip())))
+            value = float(value.strip()[:64])
         except ValueError:
             return None
+    if isinstance(value, float):
+        if value != value or abs(value) >= MAX_COORDINATE:  # NaN, ±inf, huge
+            return None
+        return int(round(value))
+    if isinstance(value, int) and abs(value) < MAX_COORDINATE:
+        return value
+    return None
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored or shown, or None.
+
+    PostgreSQL refuses NUL in text and JSON; a lone UTF-16 surrogate (``"\\ud800"`` in
+    JSON) is not valid Unicode and fails when encoded for the database or a socket.
+    """
+    if "\x00" in text:
+        return "contains a NUL character"
+    if any("\ud800" <= ch <= "\udfff" for ch in text):
+        return "contains a lone surrogate (invalid Unicode)"
     return None
 
 
@@ -184,6 +203,14 @@ def validate_action(
         return ActionError(
             f"unknown action type '{shown}'; expected one of {', '.join(ACTION_TYPES)}", "type"
         )
+    # Fields that do not belong to the type are ignored, but must still be well-formed.
+    for name in ("x", "y"):
+        if data.get(name) not in (None, "") and _coerce_int(data[name]) is None and \
+                kind not in POINT_TYPES:
+            return ActionError(f"'{name}' must be a number of device pixels", name)
+    for name in ("text", "direction", "app"):
+        if data.get(name) is not None and not isinstance(data[name], str):
+            return ActionError(f"'{name}' must be a string", name)
     element = data.get("element")
     if element is not None:
         if not isinstance(element, str) or len(element) > MAX_ELEMENT_LENGTH:
@@ -191,6 +218,8 @@ def validate_action(
                 f"'element' must be a string of at most {MAX_ELEMENT_LENGTH} characters",
                 "element",
             )
+        if problem := text_problem(element):
+            return ActionError(f"'element' {problem}", "element")
         element = element or None
 
     if kind in POINT_TYPES:
@@ -218,6 +247,8 @@ def validate_action(
                 f"TYPE text is {len(text)} characters; at most {MAX_TEXT_LENGTH} are allowed",
                 "text",
             )
+        if problem := text_problem(text):
+            return ActionError(f"TYPE text {problem}", "text")
         return Action(kind, text=text, element=element)
     if kind == SCROLL:
         direction = data.get("direction")
@@ -234,6 +265,8 @@ def validate_action(
             return ActionError("OPENAPP needs a non-empty 'app' name", "app")
         if len(app) > MAX_APP_LENGTH:
             return ActionError(f"OPENAPP 'app' is longer than {MAX_APP_LENGTH} characters", "app")
+        if problem := text_problem(app):
+            return ActionError(f"OPENAPP 'app' {problem}", "app")
         return Action(kind, app=app.strip(), element=element)
     return Action(kind, element=element)
 

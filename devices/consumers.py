@@ -2,57 +2,76 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
-from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from devices.host import DeviceError, get_device_client
 from devices.models import Device
+from devices.sockets import (
+    CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED, KairosJsonConsumer,
+)
 from devices.streaming import device_group
 
-CLOSE_UNAUTHENTICATED = 4401
-CLOSE_FORBIDDEN = 4403
-CLOSE_NOT_FOUND = 4404
+logger = logging.getLogger(__name__)
 
 
-def _viewable_device(user: Any, device_id: Any) -> Device | int:
-    """The device ``user`` may watch, or the close code refusing it.
+def owns_a_task_on_screen(user: Any, device_id: Any) -> bool:
+    """Whether an end user's task is on this phone now (so they may watch it).
+
+    A queued task waits for the phone and shows nothing of the task on it.
+    """
+    from agents.models import ACTIVE_TASK_STATUSES, TaskStatus
+
+    return Device.objects.filter(id=device_id, tasks__owner=user, tasks__status__in=[
+        s for s in ACTIVE_TASK_STATUSES if s != TaskStatus.QUEUED]).exists()
+
+
+def _viewable_device(user: Any, device_id: Any) -> tuple[Device, bool] | int:
+    """The device ``user`` may watch and whether they are an operator, or the close code
+    refusing it.
 
     One trip to the database thread: every consumer's ORM work queues on that one thread,
     and a grid of viewers connecting at once must each get its first frame quickly.
     """
-    from agents.models import ACTIVE_TASK_STATUSES
     from agents.services import is_operator
 
     device = Device.objects.filter(id=device_id).first()
     if device is None:
         return CLOSE_NOT_FOUND
-    if is_operator(user) or device.tasks.filter(
-            owner=user, status__in=ACTIVE_TASK_STATUSES).exists():
-        return device
+    if is_operator(user):
+        return device, True
+    if owns_a_task_on_screen(user, device.id):
+        return device, False
     return CLOSE_FORBIDDEN
 
 
-class ScreenConsumer(AsyncJsonWebsocketConsumer):
+class ScreenConsumer(KairosJsonConsumer):
     """One viewer of one phone's screen.
 
     Frames arrive from the device's group, encoded once by the device host. A viewer whose
     socket is slow must not build up a backlog (it would watch the past, ever later), so
     while one frame is being written only the newest pending frame is kept: older ones are
     overwritten and never sent.
+
+    An end user may watch only while their task is on the phone: every change of a task
+    on this phone (``screen.access``, sent by ``agents.events.task_updated``) re-checks
+    that, before any later frame is sent, and closes the socket with 4403 when it no
+    longer holds — the next user's task must not be seen.
     """
 
     async def connect(self) -> None:
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self.refuse(CLOSE_UNAUTHENTICATED)
             return
         device_id = self.scope["url_route"]["kwargs"]["device_id"]
-        device = await database_sync_to_async(_viewable_device)(user, device_id)
-        if not isinstance(device, Device):
-            await self.close(code=device)
+        found = await database_sync_to_async(_viewable_device)(user, device_id)
+        if isinstance(found, int):
+            await self.refuse(found)
             return
+        device, self.is_operator = found
         self.device = device
         self.group = device_group(str(device.id))
         self.last_number = -1
@@ -77,7 +96,19 @@ class ScreenConsumer(AsyncJsonWebsocketConsumer):
         if writer is not None and not writer.done():
             writer.cancel()
 
+    async def screen_access(self, message: dict[str, Any]) -> None:
+        if self.is_operator or getattr(self, "closed", False):
+            return
+        allowed = await database_sync_to_async(owns_a_task_on_screen)(
+            self.scope["user"], self.device.id)
+        if not allowed:
+            self.closed = True
+            self.pending = None
+            await self.close(code=CLOSE_FORBIDDEN)
+
     async def screen_frame(self, message: dict[str, Any]) -> None:
+        if getattr(self, "closed", False):
+            return
         # Return at once, so the consumer keeps draining its channel while a write is slow.
         self._offer(message)
 
@@ -104,14 +135,22 @@ class ScreenConsumer(AsyncJsonWebsocketConsumer):
                 return
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        from agents.services import ServiceError
+
         if not isinstance(content, dict) or content.get("type") != "input":
-            await self.send_json({"type": "error", "detail": "only {\"type\": \"input\"} is accepted"})
+            await self.send_error("only {\"type\": \"input\"} is accepted")
             return
         try:
             step = await database_sync_to_async(self._input)(content.get("action"))
-        except Exception as exc:  # a refused input is reported, the stream goes on
-            detail = getattr(exc, "detail", None) or str(exc)
-            await self.send_json({"type": "error", "detail": detail})
+        except ServiceError as exc:  # a refused input is reported, the stream goes on
+            await self.send_error(exc.detail)
+            return
+        except DeviceError as exc:
+            await self.send_error(f"the phone is unavailable: {exc}"[:500])
+            return
+        except Exception:
+            logger.exception("take-over input on %s failed", self.device.name)
+            await self.send_error("the input failed on the server")
             return
         await self.send_json({"type": "input.done", "step": step.index,
                               "action": step.executed_action, "changed": step.screen_changed})

@@ -34,6 +34,7 @@ from typing import Any, Callable
 from PIL import Image
 
 from devices.actions import Action, ActionOutcome, validate_action
+from devices.deadline import DeadlinePassed, call_within
 from devices.protocol import AppInfo, DeviceInfo, Frame, Observation
 from devices.uitree import nodes_from_json, nodes_to_json
 
@@ -124,14 +125,22 @@ def _unpack_frame(blob: bytes) -> Frame:
 class DeviceHost:
     """Owns devices and answers requests about them. Thread-safe per device."""
 
+    # Fault drills and audit (issue 11): see ``devices/durability.py``. ``journal`` keeps
+    # an append-only log of performed actions and each simulated phone's state on disk;
+    # ``action_latency`` makes every action take this long, like a real phone's input.
+    journal: Any = None
+    action_latency: float = 0.0
+
     def __init__(self, devices: dict[str, Any]):
         self.devices = devices
         self._locks = {name: threading.RLock() for name in devices}
         self._suites: dict[str, Any] = {}
+        self._performed: dict[str, dict[str, Any]] = {name: {} for name in devices}
 
     def attach(self, name: str, device: Any) -> None:
         """A device that appeared (a phone plugged in) joins this host."""
         self._locks.setdefault(name, threading.RLock())
+        self._performed.setdefault(name, {})  # kept across a replug: no step runs twice
         self.devices[name] = device
 
     def detach(self, name: str) -> Any:
@@ -156,7 +165,13 @@ class DeviceHost:
 
         if device.info.kind != "sim":
             raise DeviceError("the oracle exists only for simulated phones")
-        return Oracle(device, self._suite_task(suite, task_id))
+        from django.conf import settings
+
+        from devices.sim.oracle import DEFAULT_MAX_STATES
+
+        budget = (getattr(settings, "KAIROS_ORACLE_BUDGET", DEFAULT_MAX_STATES)
+                  if settings.configured else DEFAULT_MAX_STATES)
+        return Oracle(device, self._suite_task(suite, task_id), max_states=budget)
 
     def handle(self, name: str, op: str, args: dict[str, Any]) -> Any:
         """Serve one request; the result is JSON-ready (except ``observe``/``frame``)."""
@@ -169,13 +184,18 @@ class DeviceHost:
             if op == "frame":
                 return device.latest_frame()
             if op == "perform":
-                action = validate_action(args["action"], (device.info.width, device.info.height))
-                if not isinstance(action, Action):
-                    return {"ok": False, "changed": False, "error": action.message, "details": {}}
-                return _outcome_to_json(device.perform(action))
+                return self._perform(name, device, args)
+            if op == "performed":
+                # Served in turn with this phone's other requests, so an earlier perform of
+                # the same step has finished (or expired) before this answers.
+                origin = args.get("origin") or {}
+                return self._performed[name].get(f"{origin.get('task')}:{origin.get('step')}")
             if op == "reset":
                 task = self._suite_task(args["suite"], args["task"]) if args.get("suite") else None
                 device.reset(task)
+                if self.journal is not None:
+                    self.journal.reset(name, device, args.get("suite") or "",
+                                       args.get("task") or "", self._performed[name])
                 return True
             if op == "check":
                 return bool(device.check(self._suite_task(args["suite"], args["task"])))
@@ -190,6 +210,39 @@ class DeviceHost:
                 oracle = self._oracle(device, args["suite"], args["task"])
                 return oracle.answer(args.get("question", ""))
         raise DeviceError(f"unknown device host request '{op}'")
+
+    def _perform(self, name: str, device: Any, args: dict[str, Any]) -> dict[str, Any]:
+        """One action, at most once per step: a request naming a step (``origin``) that
+        this phone already performed gets the first outcome back and nothing runs again
+        (a worker retrying after its reply was lost, an approved device-error ticket)."""
+        action = validate_action(args["action"], (device.info.width, device.info.height))
+        if not isinstance(action, Action):
+            return {"ok": False, "changed": False, "error": action.message, "details": {}}
+        origin = args.get("origin") or {}
+        key = f"{origin.get('task')}:{origin.get('step')}" if origin.get("task") else ""
+        if key and key in self._performed[name]:
+            first = self._performed[name][key]
+            return dict(first, details=dict(first.get("details") or {}, repeated=True))
+        if self.action_latency:
+            time.sleep(self.action_latency)
+        outcome = _outcome_to_json(device.perform(action))
+        if key:
+            performed = self._performed[name]
+            performed[key] = outcome
+            while len(performed) > 1000:
+                performed.pop(next(iter(performed)))
+        if self.journal is not None:
+            self.journal.performed(name, device, action, origin, outcome, self._performed[name])
+        return outcome
+
+
+def attach_journal(host: DeviceHost, directory: Any) -> list[str]:
+    """Log ``host``'s actions and save its phones' states under ``directory``; restores
+    the states saved there by an earlier run and returns the names of those phones."""
+    from devices.durability import HostJournal
+
+    host.journal = HostJournal(directory)
+    return host.journal.restore(host)
 
 
 def build_sim_host(names: list[str]) -> DeviceHost:
@@ -212,10 +265,20 @@ class DeviceClient:
     def observe(self, name: str) -> Observation:
         return self.call(name, "observe")
 
-    def perform(self, name: str, action: Action) -> ActionOutcome:
-        data = self.call(name, "perform", action=action.to_json())
+    def perform(self, name: str, action: Action, origin: dict[str, Any] | None = None
+                ) -> ActionOutcome:
+        """``origin`` ({"task", "step"}) names the step the action belongs to: the host
+        performs each step's action at most once and logs it with these ids."""
+        args: dict[str, Any] = {"action": action.to_json()}
+        if origin:
+            args["origin"] = origin
+        data = self.call(name, "perform", **args)
         return ActionOutcome(ok=data["ok"], changed=data["changed"], error=data.get("error"),
                              details=data.get("details") or {})
+
+    def performed(self, name: str, origin: dict[str, Any]) -> dict[str, Any] | None:
+        """The outcome of the step ``origin`` names, if this phone performed it; else None."""
+        return self.call(name, "performed", origin=origin)
 
     def latest_frame(self, name: str) -> Frame | None:
         return self.call(name, "frame")
@@ -264,12 +327,30 @@ class RedisDeviceClient(DeviceClient):
     """The full stack: requests go to the ``device_host`` process over Redis lists."""
 
     def __init__(self, redis_url: str, timeout: float = 10.0):
+        self.redis_url = redis_url
+        self.timeout = timeout
+        self.redis = self._connect()
+
+    def _connect(self) -> Any:
         import redis
 
-        self.redis = redis.Redis.from_url(redis_url)
-        self.timeout = timeout
+        return redis.Redis.from_url(self.redis_url, socket_timeout=self.timeout + 5,
+                                    socket_connect_timeout=5)
 
     def call(self, name: str, op: str, **args: Any) -> Any:
+        # The whole call, not each socket read, is bounded (issue 11, item 9).
+        redis_client = self.redis
+        try:
+            return call_within(self.timeout + 2, lambda: self._call(name, op, args),
+                               name="device-call")
+        except DeadlinePassed:
+            # Drop the connections the abandoned call holds; the next call opens new ones.
+            self.redis = self._connect()
+            redis_client.connection_pool.disconnect()
+            raise DeviceError(f"device '{name}' did not answer '{op}' within "
+                              f"{self.timeout:g} s (Redis stopped answering)") from None
+
+    def _call(self, name: str, op: str, args: dict[str, Any]) -> Any:
         if op == "frame":
             blob = self._redis_call(self.redis.get, FRAME_KEY.format(name=name))
             return _unpack_frame(blob) if blob else None
@@ -277,7 +358,11 @@ class RedisDeviceClient(DeviceClient):
             raise DeviceError(f"device '{name}' is offline: no device host serves it "
                               "(is it plugged in, and is its machine's device_host running?)")
         request_id = uuid.uuid4().hex
-        request = json.dumps({"id": request_id, "op": op, "args": args, "sent": time.time()})
+        sent = time.time()
+        # The deadline travels with the request: the host drops a request its caller has
+        # given up on instead of acting on it unseen (issue 11, items 7 and 9).
+        request = json.dumps({"id": request_id, "op": op, "args": args, "sent": sent,
+                              "deadline": sent + self.timeout})
         reply_key = REPLY_KEY.format(id=request_id)
         self._redis_call(self.redis.rpush, REQUEST_KEY.format(name=name), request)
         reply = self._redis_call(self.redis.blpop, [reply_key], timeout=self.timeout)
@@ -430,6 +515,10 @@ class RedisHostServer:
             if item is None:
                 continue
             request = json.loads(item[1])
+            if _expired(request):
+                logger.warning("device %s: dropped %s, its caller gave up %.1f s ago", name,
+                               request.get("op"), time.time() - request["deadline"])
+                continue
             reply: dict[str, Any]
             try:
                 result = self.host.handle(name, request["op"], request.get("args") or {})
@@ -481,6 +570,10 @@ def announced_hosts(redis_url: str) -> list[dict[str, Any]]:
             continue
         hosts.append(json.loads(record))
     return hosts
+
+def _expired(request: dict[str, Any]) -> bool:
+    deadline = request.get("deadline")
+    return isinstance(deadline, (int, float)) and time.time() > deadline
 
 
 _client: DeviceClient | None = None

@@ -28,6 +28,11 @@ class Device(models.Model):
     height = models.PositiveIntegerField(default=2400)
     serial = models.CharField(max_length=128, blank=True, help_text="adb serial for real phones")
     apps = models.JSONField(default=list, blank=True, help_text="installed apps: name, package")
+    enabled = models.BooleanField(
+        default=True, help_text="A disabled phone takes no new tasks (an admin's switch).")
+    threshold = models.FloatField(
+        null=True, blank=True,
+        help_text="γ for new tasks on this phone, 0–5 (empty: the installation's default).")
     users = models.ManyToManyField(
         "auth.User", blank=True, related_name="devices",
         help_text="End users who may run tasks on this device (empty: everyone).",
@@ -40,8 +45,26 @@ class Device(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def current_task(self):
+        """The task driving this phone now (one at a time; others queue), or None.
+
+        The screen socket's access check asks this: only that task's owner (and operators)
+        may watch the phone.
+        """
+        from agents.models import Task  # agents builds on devices, not the other way
+
+        return Task.objects.driving(self).order_by("started_at").first()
+
+    @property
+    def live_status(self) -> str:
+        """``online``, ``busy`` (a task drives it) or ``offline`` (CONTRACT, second build)."""
+        if self.status == DeviceStatus.ONLINE and self.current_task is not None:
+            return "busy"
+        return self.status
+
     def to_json(self) -> dict:
         return {
-            "id": str(self.id), "name": self.name, "kind": self.kind, "status": self.status,
+            "id": str(self.id), "name": self.name, "kind": self.kind, "status": self.live_status,
             "width": self.width, "height": self.height,
         }

@@ -210,6 +210,36 @@ def parse_uiautomator_xml(xml_text: str | bytes) -> list[UINode]:
     return nodes
 
 
+# Tails of resource ids that open a window over the app (checked by ``is_dialog_root``).
+_DIALOG_ID_PREFIXES = ("dialog", "popup", "pop_up", "alert", "permission_dialog", "modal", "snackbar")
+
+
+def is_dialog_root(node: UINode) -> bool:
+    """The top node of a window over the app: an AlertDialog, a pop-up, a permission prompt.
+
+    Only the id's *tail* and the class are read: content ids are often derived from the
+    text ("…/apps_with_the_location_permission…") and must not look like a dialog.
+    """
+    tail = node.resource_id.rsplit("/", 1)[-1].lower()
+    if tail.startswith(_DIALOG_ID_PREFIXES) or "Dialog" in node.cls:
+        return True
+    if node.parent is None and "permissioncontroller" in node.package:
+        return True
+    window = str(node.extra.get("window", "") or node.extra.get("layer", "")).lower()
+    return window in {"dialog", "popup", "overlay", "permission"} or bool(node.extra.get("dialog"))
+
+
+def descendants(root: UINode, nodes: list[UINode]) -> list[UINode]:
+    """Every node below ``root`` in the flat, document-ordered list."""
+    inside: set[int] = {root.index}
+    out: list[UINode] = []
+    for node in nodes:  # document order: a parent precedes its children
+        if node.parent is not None and node.parent in inside:
+            inside.add(node.index)
+            out.append(node)
+    return out
+
+
 def node_at(nodes: list[UINode], x: int, y: int, *, clickable_only: bool = False) -> UINode | None:
     """The deepest (smallest) node under a point, as a touch would hit it."""
     best: UINode | None = None
@@ -247,3 +277,16 @@ def nodes_to_uiautomator_xml(nodes: list[UINode], rotation: int = 0) -> str:
                                              attrs)
     return "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>" + ET.tostring(
         root, encoding="unicode")
+
+SYSTEM_UI_PACKAGE = "com.android.systemui"
+
+
+def screen_signature(nodes: Iterable[UINode]) -> tuple:
+    """What makes two screens the same screen for an action decided on one of them: every
+    app node's kind, texts, id, place and state. The system UI (status bar clock, battery,
+    navigation bar) is left out: it changes by itself while a ticket waits. Frame numbers
+    are not compared either: they restart with the device host."""
+    return tuple((n.cls, n.text, n.content_desc, n.resource_id, tuple(n.bounds), n.checked,
+                  n.enabled, n.selected, n.focused) for n in nodes
+                 if n.package != SYSTEM_UI_PACKAGE
+                 and not n.resource_id.startswith(SYSTEM_UI_PACKAGE + ":"))

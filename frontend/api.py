@@ -1,32 +1,135 @@
 """The JSON API under ``/api/`` (CONTRACT "HTTP"), with its OpenAPI document.
 
 Views parse input, call one service and render the result. Every error is a JSON
-``{"detail": …}`` with a 4xx status.
+``{"detail": …}``: 4xx for the caller's mistakes, 503 when the phone does not answer,
+500 (logged, no details) for a bug. Request and response schemas: ``frontend/schemas.py``.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+import logging
+from typing import Any
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
-from ninja import NinjaAPI, Schema
+from ninja import NinjaAPI, Query
 from ninja.errors import AuthenticationError, HttpError, ValidationError
-from ninja.security import HttpBearer, django_auth
+from ninja.parser import Parser
+from ninja.security import HttpBearer, SessionAuth
 
 from agents import events, services
 from agents.models import Ticket, TicketStatus
-from devices.models import Device
+from devices.actions import text_problem
+from devices.host import DeviceError
 from frontend.models import ApiToken, hash_token
+from frontend.schemas import (
+    DeviceOut, ErrorOut, InputIn, MessageIn, MessageOut, ResolveIn, StepOut, TaskIn, TaskOut,
+    TaskStatusName, TaskSummaryOut, TicketOut, TicketStatusName,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def user_for_token(token: str) -> Any:
+    """The active user an API token belongs to, or None."""
+    if len(token) > 200 or text_problem(token):
+        return None
+    row = ApiToken.objects.select_related("user").filter(token_hash=hash_token(token)).first()
+    if row is None or not row.user.is_active:
+        return None
+    ApiToken.objects.filter(id=row.id).update(last_used_at=timezone.now())
+    return row.user
+
+
+def bearer_user(request: HttpRequest) -> Any:
+    """The user of an ``Authorization: Bearer`` header, or None (outside ninja's views)."""
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return user_for_token(token.strip()) if scheme.lower() == "bearer" and token else None
 
 
 class BearerToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Any:
-        row = ApiToken.objects.select_related("user").filter(token_hash=hash_token(token)).first()
-        if row is None or not row.user.is_active:
+        user = user_for_token(token)
+        if user is not None:
+            request.user = user
+        return user
+
+
+class BrowserSession(SessionAuth):
+    """The logged-in browser's session; its unsafe requests need the CSRF token.
+
+    Ninja's own session auth checks CSRF before it looks at the session, so a request
+    with no credentials at all got 403 "CSRF check Failed" instead of 401.
+    """
+
+    def _get_key(self, request: HttpRequest) -> str | None:
+        if not request.user.is_authenticated:
             return None
-        ApiToken.objects.filter(id=row.id).update(last_used_at=timezone.now())
-        request.user = row.user
-        return row.user
+        if CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {}):
+            raise HttpError(403, "CSRF check failed: send the csrftoken cookie's value in "
+                                 "X-CSRFToken, or use a Bearer token")
+        return request.COOKIES.get(self.param_name)
+
+
+class StrictJsonParser(Parser):
+    """A JSON body must be an object (ninja reports any other as 400 "Cannot parse
+    request body"); strings in it were already checked by :class:`ApiInputCheck`."""
+
+    def parse_body(self, request: HttpRequest) -> dict[str, Any]:
+        data = json.loads(request.body)
+        if not isinstance(data, dict):
+            raise ValueError("the request body must be a JSON object")
+        return data
+
+
+def _input_problem(value: Any, depth: int = 0) -> str | None:
+    if depth > 64:
+        return "is nested too deeply"
+    if isinstance(value, str):
+        return text_problem(value)
+    if isinstance(value, dict):
+        items = [*value.keys(), *value.values()]
+    elif isinstance(value, list):
+        items = value
+    else:
+        return None
+    for item in items:
+        if problem := _input_problem(item, depth + 1):
+            return problem
+    return None
+
+
+class ApiInputCheck:
+    """Middleware: under ``/api/``, no string of the path, the query or a JSON body may
+    hold NUL or a lone surrogate — PostgreSQL cannot store them, sockets cannot carry
+    them — so they are a 400 here, before any view, instead of a 500 deep inside one."""
+
+    def __init__(self, get_response: Any):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if request.path.startswith("/api/"):
+            problem = self._problem(request)
+            if problem:
+                return JsonResponse({"detail": problem}, status=400)
+        return self.get_response(request)
+
+    @staticmethod
+    def _problem(request: HttpRequest) -> str | None:
+        if problem := text_problem(request.path):
+            return f"the URL {problem}"
+        for key, values in request.GET.lists():
+            if problem := _input_problem([key, *values]):
+                return f"the query parameter '{key[:40]}' {problem}"
+        if request.content_type == "application/json" and request.body:
+            try:
+                data = json.loads(request.body)
+            except (ValueError, RecursionError):
+                return "the request body is not valid JSON"
+            if problem := _input_problem(data):
+                return f"the request body {problem}"
+        return None
 
 
 api = NinjaAPI(
@@ -34,10 +137,30 @@ api = NinjaAPI(
     version="1.0",
     description="Create tasks for phones and resolve the agent's tickets. "
                 "Authenticate with a session or `Authorization: Bearer <token>` "
-                "(`manage.py create_token USERNAME`).",
-    auth=[BearerToken(), django_auth],
+                "(`manage.py create_token USERNAME`). Every error is JSON "
+                "`{\"detail\": …}`. No string may contain a NUL character or a lone "
+                "UTF-16 surrogate (400).",
+    auth=[BearerToken(), BrowserSession()],
+    parser=StrictJsonParser(),
     urls_namespace="api",
 )
+
+
+def links(status: int, pointer: str, param: str, *operations: str) -> dict[str, Any]:
+    """OpenAPI links: the id an answer carries feeds these operations (clients and
+    Schemathesis's stateful tests follow them from a created task to its actions)."""
+    return {"responses": {status: {"links": {
+        op: {"operationId": f"frontend_api_{op}", "parameters": {param: pointer}}
+        for op in operations}}}}
+
+
+TASK_OPERATIONS = ("get_task", "abort_task", "post_message", "operator_input", "hand_back")
+TICKET_OPERATIONS = ("get_ticket", "claim_ticket", "release_ticket", "resolve_ticket")
+
+
+def errors(*codes: int) -> dict[int, Any]:
+    """The error answers an endpoint may give, for the OpenAPI document."""
+    return {code: ErrorOut for code in (400, 401, *codes)}
 
 
 @api.exception_handler(services.ServiceError)
@@ -45,12 +168,21 @@ def service_error(request: HttpRequest, exc: services.ServiceError):
     return api.create_response(request, {"detail": exc.detail}, status=exc.status)
 
 
+# Numeric fields with a range, for one message naming both ends.
+BOUNDS = {"threshold": (0, 5)}
+
+
 @api.exception_handler(ValidationError)
 def validation_error(request: HttpRequest, exc: ValidationError):
     problems = []
     for error in exc.errors:
         where = ".".join(str(p) for p in error.get("loc", ()) if p not in ("body", "payload"))
-        problems.append(f"{where}: {error.get('msg')}" if where else str(error.get("msg")))
+        message = str(error.get("msg"))
+        if error.get("type") == "string_pattern_mismatch":
+            message = "must not be empty"
+        elif where in BOUNDS:
+            message = "must be between {} and {}".format(*BOUNDS[where])
+        problems.append(f"{where}: {message}" if where else message)
     return api.create_response(request, {"detail": "; ".join(problems) or "invalid request"},
                                status=400)
 
@@ -60,36 +192,33 @@ def auth_error(request: HttpRequest, exc: AuthenticationError):
     return api.create_response(request, {"detail": "authentication required"}, status=401)
 
 
-class DeviceOut(Schema):
-    id: str
-    name: str
-    kind: str
-    status: str
-    width: int
-    height: int
+@api.exception_handler(DeviceError)
+def device_error(request: HttpRequest, exc: DeviceError):
+    return api.create_response(request, {"detail": f"the phone is unavailable: {exc}"[:500]},
+                               status=503)
 
 
-class TaskIn(Schema):
-    instruction: str
-    device: str
-    threshold: float | None = None
-    backend: str | None = None
-    suite: str | None = None
-    suite_task: str | None = None
+@api.exception_handler(Exception)
+def server_error(request: HttpRequest, exc: Exception):
+    # With DEBUG on or off: JSON for the caller, the traceback for the log only.
+    if isinstance(exc, HttpError):
+        return api.create_response(request, {"detail": str(exc)}, status=exc.status_code)
+    logger.error("API error on %s %s", request.method, request.path[:200], exc_info=exc)
+    return api.create_response(request, {"detail": "internal server error"}, status=500)
 
 
-class ResolveIn(Schema):
-    decision: Literal["approve", "edit", "takeover", "answer", "abort"]
-    action: dict[str, Any] | None = None
-    answer: str | None = None
+def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """Unknown routes under ``/api/``: JSON, never the HTML 404 page."""
+    return JsonResponse({"detail": "no such API endpoint; see /api/docs"}, status=404)
 
 
-class MessageIn(Schema):
-    text: str
+def api_or_page_server_error(request: HttpRequest) -> HttpResponse:
+    """``handler500``: JSON under ``/api/``, the HTML page elsewhere."""
+    from django.views.defaults import server_error as page_server_error
 
-
-class InputIn(Schema):
-    action: dict[str, Any]
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "internal server error"}, status=500)
+    return page_server_error(request)
 
 
 def step_json(step: Any) -> dict[str, Any]:
@@ -97,10 +226,22 @@ def step_json(step: Any) -> dict[str, Any]:
         "index": step.index, "status": step.status, "action": step.executed_action,
         "proposed_action": step.proposed_action, "confidence": step.confidence,
         "by": step.decided_by, "thought": step.thought, "plan": step.plan,
-        "summary": step.summary, "outcome": step.outcome,
+        "summary": step.summary, "outcome": step.outcome, "target_label": _target_label(step),
         "screenshot_url": step.screenshot.url if step.screenshot else None,
         "prompt_tokens": step.prompt_tokens, "completion_tokens": step.completion_tokens,
     }
+
+
+def _target_label(step: Any) -> str:
+    """The executed action's element as a person names it (the task page shows it)."""
+    from agents.loop import display_label
+    from devices.actions import Action, validate_action
+    from devices.uitree import nodes_from_json
+
+    action = validate_action(step.executed_action) if step.executed_action else None
+    if not isinstance(action, Action) or action.x is None or not step.ui_nodes:
+        return ""
+    return display_label(action, nodes_from_json(step.ui_nodes))
 
 
 def task_detail(task: Any) -> dict[str, Any]:
@@ -118,93 +259,117 @@ def task_detail(task: Any) -> dict[str, Any]:
     return data
 
 
-@api.get("/devices", response=list[DeviceOut], tags=["devices"])
+@api.get("/devices", response={200: list[DeviceOut], **errors()}, tags=["devices"])
 def list_devices(request: HttpRequest):
-    return services.devices_json(Device.objects.all())
+    """The phones you may run tasks on; ``status`` is online, busy (a task runs on it) or
+    offline (unplugged, or no device host serves it)."""
+    return services.devices_json(services.usable_devices(request.user))
 
 
-@api.post("/tasks", response={201: dict}, tags=["tasks"])
+@api.post("/tasks", response={201: TaskOut, **errors(403, 404, 503)}, tags=["tasks"],
+          openapi_extra=links(201, "$response.body#/id", "task_id", *TASK_OPERATIONS))
 def create_task(request: HttpRequest, payload: TaskIn):
+    """Start a task on a phone; 404 for an unknown phone, 403 for one you may not use."""
     device = services.access_device(request.user, payload.device)
-    if (payload.backend == "oracle" or payload.suite) and not services.is_operator(request.user):
+    if (payload.backend == "oracle" or payload.suite or payload.suite_task) and \
+            not services.is_operator(request.user):
         raise services.Forbidden("only operators may run suite tasks or the oracle backend")
+    suite, suite_task = services.check_suite(payload.suite, payload.suite_task)
     task = services.create_task(
         request.user, device, payload.instruction, threshold=payload.threshold,
-        backend=payload.backend, suite=payload.suite or "", suite_task=payload.suite_task or "",
+        backend=payload.backend, suite=suite, suite_task=suite_task,
     )
     return 201, task_detail(task)
 
 
-@api.get("/tasks", response=list[dict], tags=["tasks"])
-def list_tasks(request: HttpRequest, status: str | None = None):
+@api.get("/tasks", response={200: list[TaskSummaryOut], **errors()}, tags=["tasks"],
+         openapi_extra=links(200, "$response.body#/0/id", "task_id", *TASK_OPERATIONS))
+def list_tasks(request: HttpRequest, status: Query[TaskStatusName | None] = None):
+    """Your tasks (all tasks for operators), newest first, at most 200."""
     tasks = services.visible_tasks(request.user)
     if status:
         tasks = tasks.filter(status=status)
     return [events.task_summary(t) for t in tasks[:200]]
 
 
-@api.get("/tasks/{task_id}", response=dict, tags=["tasks"])
+@api.get("/tasks/{task_id}", response={200: TaskOut, **errors(404)}, tags=["tasks"])
 def get_task(request: HttpRequest, task_id: str):
     return task_detail(services.access_task(request.user, task_id))
 
 
-@api.post("/tasks/{task_id}/abort", response=dict, tags=["tasks"])
+@api.post("/tasks/{task_id}/abort", response={200: TaskOut, **errors(403, 404, 409)},
+          tags=["tasks"])
 def abort_task(request: HttpRequest, task_id: str):
+    """Stop the task; 409 when it has already ended."""
     task = services.access_task(request.user, task_id)
     return task_detail(services.abort_task(task, request.user))
 
 
-@api.post("/tasks/{task_id}/messages", response={201: dict}, tags=["tasks"])
+@api.post("/tasks/{task_id}/messages", response={201: MessageOut, **errors(403, 404, 409)},
+          tags=["tasks"])
 def post_message(request: HttpRequest, task_id: str, payload: MessageIn):
+    """Write in the task's chat; from its owner this answers an open question."""
     task = services.access_task(request.user, task_id)
     return 201, events.message_json(services.post_message(task, request.user, payload.text))
 
 
-@api.post("/tasks/{task_id}/input", response=dict, tags=["tasks"])
+@api.post("/tasks/{task_id}/input", response={200: StepOut, **errors(403, 404, 409, 503)},
+          tags=["tasks"])
 def operator_input(request: HttpRequest, task_id: str, payload: InputIn):
+    """One input on the phone by the operator holding the task's take-over."""
     task = services.access_task(request.user, task_id)
     return step_json(services.operator_input(task, request.user, payload.action))
 
 
-@api.post("/tasks/{task_id}/hand_back", response=dict, tags=["tasks"])
+@api.post("/tasks/{task_id}/hand_back", response={200: TaskOut, **errors(403, 404, 409)},
+          tags=["tasks"])
 def hand_back(request: HttpRequest, task_id: str):
+    """End your take-over: the agent goes on from the phone's current screen."""
     task = services.access_task(request.user, task_id)
     return task_detail(services.hand_back(task, request.user))
 
 
-@api.get("/tickets", response=list[dict], tags=["tickets"])
-def list_tickets(request: HttpRequest, status: str | None = None):
+@api.get("/tickets", response={200: list[TicketOut], **errors(403)}, tags=["tickets"],
+         openapi_extra=links(200, "$response.body#/0/id", "ticket_id", *TICKET_OPERATIONS))
+def list_tickets(request: HttpRequest, status: Query[TicketStatusName | None] = None):
+    """Operators: tickets, oldest first; ``status=open`` includes claimed ones."""
     if not services.is_operator(request.user):
         raise services.Forbidden("only operators handle tickets")
     tickets = Ticket.objects.select_related("task", "task__device", "step", "assignee")
-    if status == "open":  # "open" means still waiting for a person, claimed or not
+    if status == TicketStatus.OPEN:  # still waiting for a person, claimed or not
         tickets = tickets.filter(status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED))
     elif status:
-        if status not in TicketStatus.values:
-            raise services.ServiceError(f"unknown status '{status[:20]}'")
         tickets = tickets.filter(status=status)
     return [events.ticket_json(t) for t in tickets.order_by("created_at")[:500]]
 
 
-@api.get("/tickets/{ticket_id}", response=dict, tags=["tickets"])
+@api.get("/tickets/{ticket_id}", response={200: TicketOut, **errors(403, 404)},
+         tags=["tickets"])
 def get_ticket(request: HttpRequest, ticket_id: str):
     return events.ticket_json(services.access_ticket(request.user, ticket_id))
 
 
-@api.post("/tickets/{ticket_id}/claim", response=dict, tags=["tickets"])
+@api.post("/tickets/{ticket_id}/claim", response={200: TicketOut, **errors(403, 404, 409)},
+          tags=["tickets"])
 def claim_ticket(request: HttpRequest, ticket_id: str):
+    """Take the ticket; 409 when someone else holds it or it is closed."""
     ticket = services.access_ticket(request.user, ticket_id)
     return events.ticket_json(services.claim_ticket(ticket, request.user))
 
 
-@api.post("/tickets/{ticket_id}/release", response=dict, tags=["tickets"])
+@api.post("/tickets/{ticket_id}/release", response={200: TicketOut, **errors(403, 404, 409)},
+          tags=["tickets"])
 def release_ticket(request: HttpRequest, ticket_id: str):
+    """Give back a ticket you hold; 409 when you do not hold it."""
     ticket = services.access_ticket(request.user, ticket_id)
     return events.ticket_json(services.release_ticket(ticket, request.user))
 
 
-@api.post("/tickets/{ticket_id}/resolve", response=dict, tags=["tickets"])
+@api.post("/tickets/{ticket_id}/resolve", response={200: TicketOut, **errors(403, 404, 409)},
+          tags=["tickets"])
 def resolve_ticket(request: HttpRequest, ticket_id: str, payload: ResolveIn):
+    """Approve, edit, take over, answer or abort; 409 when no longer open, 400 on an
+    invalid action."""
     ticket = services.access_ticket(request.user, ticket_id)
     ticket = services.resolve_ticket(ticket, request.user, payload.decision,
                                      action=payload.action, answer=payload.answer)

@@ -5,15 +5,16 @@ from functools import wraps
 from typing import Any, Callable
 
 from django.conf import settings
+from django.db.models import Q
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agents import services
-from agents.models import Ticket, TicketStatus, TrainingRecord
-from devices.actions import Action, validate_action
+from agents.models import ACTIVE_TASK_STATUSES, Step, Task, Ticket, TicketStatus
+from devices.actions import Action, text_problem, validate_action
 from devices.models import Device
 from frontend.api import healthz_status
 
@@ -50,19 +51,9 @@ def home(request: HttpRequest) -> HttpResponse:
     return redirect("task_list")
 
 
-def _usable_devices(user: Any):
-    """The phones ``user`` may start tasks on (the same rule as services.access_device)."""
-    from django.db.models import Q
-
-    devices = Device.objects.order_by("name")
-    if services.is_operator(user):
-        return devices
-    return devices.filter(Q(users=None) | Q(users=user)).distinct()
-
-
 @login_required
 def task_list(request: HttpRequest) -> HttpResponse:
-    devices = _usable_devices(request.user)
+    devices = services.usable_devices(request.user).filter(enabled=True)
     if request.method == "POST":
         try:
             device = services.access_device(request.user, request.POST.get("device", ""))
@@ -73,12 +64,12 @@ def task_list(request: HttpRequest) -> HttpResponse:
             return render(request, "frontend/task_list.html", {
                 "tasks": services.visible_tasks(request.user).filter(owner=request.user)[:50],
                 "devices": devices, "form": request.POST,
-                "default_threshold": settings.KAIROS_DEFAULT_THRESHOLD}, status=exc.status)
+                "default_threshold": services.default_threshold()}, status=exc.status)
         return redirect("task_detail", task_id=task.id)
     tasks = services.visible_tasks(request.user).filter(owner=request.user)[:50]
     return render(request, "frontend/task_list.html", {"tasks": tasks, "devices": devices,
                                                        "form": {}, "default_threshold":
-                                                       settings.KAIROS_DEFAULT_THRESHOLD})
+                                                       services.default_threshold()})
 
 
 @login_required
@@ -97,8 +88,11 @@ def task_detail(request: HttpRequest, task_id: Any) -> HttpResponse:
         except services.ServiceError as exc:
             messages.error(request, exc.detail)
         return redirect("task_detail", task_id=task.id)
+    steps = list(task.steps.order_by("index"))
+    shots = [s for s in steps if s.screenshot]
     return render(request, "frontend/task_detail.html", {
-        "task": task, "steps": task.steps.order_by("index"),
+        "task": task, "steps": steps, "now_text": now_text(task, request.user),
+        "final_shot": shots[-1] if task.is_finished and shots else None,
         "chat": task.messages.select_related("author"),
         "is_operator": services.is_operator(request.user),
         "open_question": task.tickets.filter(kind="clarification", status__in=(
@@ -106,12 +100,41 @@ def task_detail(request: HttpRequest, task_id: Any) -> HttpResponse:
     })
 
 
+def now_text(task: Any, viewer: Any) -> str:
+    """What the task page says is happening, in the viewer's words (task.js mirrors it)."""
+    if task.status == "succeeded":
+        return "Finished."
+    if task.status == "aborted":
+        who, why = "", ""
+        if task.error.startswith("aborted by "):
+            who, _, why = task.error.removeprefix("aborted by ").partition(": ")
+        why = f" Reason: {why}" if why else ""
+        if who and who == viewer.get_username():
+            return f"You stopped this task.{why}"
+        return f"An operator ({who}) stopped this task.{why}" if who else \
+            f"Stopped: {task.error or 'no reason given'}."
+    if task.status == "failed":
+        return f"Could not finish: {task.error}." if task.error else "Could not finish."
+    if task.status == "queued" and getattr(task, "queue_position", None):
+        # One task drives a phone at a time: this one waits for the tasks ahead of it.
+        return f"Queued, position {task.queue_position} — waiting for the phone."
+    return {"queued": "Waiting to start…", "waiting_user": "Waiting for your answer in the chat.",
+            "waiting_operator": "An operator is checking the next step.",
+            "taken_over": "An operator is using the phone for you."}.get(task.status, "Working…")
+
+
 @operator_required
 def console(request: HttpRequest) -> HttpResponse:
     tickets = Ticket.objects.select_related("task", "task__device", "step", "assignee").filter(
-        status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED)).order_by("created_at")
-    return render(request, "frontend/console.html", {"tickets": tickets,
-                                                     "devices": Device.objects.all()})
+        status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED)).exclude(
+        kind="clarification", escalated=False).order_by("created_at")
+    devices = list(Device.objects.order_by("name"))
+    active = {}
+    for task in Task.objects.filter(status__in=ACTIVE_TASK_STATUSES).order_by("created_at"):
+        active.setdefault(task.device_id, task)  # the oldest active task drives the phone
+    for device in devices:
+        device.active_task = active.get(device.id)
+    return render(request, "frontend/console.html", {"tickets": tickets, "devices": devices})
 
 
 @operator_required
@@ -126,9 +149,20 @@ def ticket_detail(request: HttpRequest, ticket_id: Any) -> HttpResponse:
         "ticket": ticket, "task": ticket.task, "step": step,
         "proposal_text": proposed.describe() if isinstance(proposed, Action) else "none",
         "history": ticket.task.steps.filter(status="done").order_by("index"),
-        "chat": ticket.task.messages.select_related("author"),
+        "chat": ticket.task.messages.select_related("author").order_by("created_at", "id"),
         "candidates": _candidates(step),
+        "is_admin": services.is_admin(request.user),
+        "operators": _operators() if services.is_admin(request.user) else [],
+        "claim_timeout": int(settings.KAIROS_CLAIM_TIMEOUT),
     })
+
+
+def _operators() -> list[str]:
+    from django.contrib.auth import get_user_model
+
+    users = get_user_model().objects.filter(is_active=True).filter(
+        Q(is_superuser=True) | Q(groups__name__in=("operators", "admins"))).distinct()
+    return sorted(u.get_username() for u in users)
 
 
 def _candidates(step: Any) -> list[dict[str, Any]]:
@@ -158,6 +192,14 @@ def ticket_action(request: HttpRequest, ticket_id: Any) -> HttpResponse:
         if decision == "release":
             services.release_ticket(ticket, request.user)
             return redirect("console")
+        if decision == "reassign":
+            from django.contrib.auth import get_user_model
+
+            to_user = get_user_model().objects.filter(
+                username=request.POST.get("assignee", "")).first()
+            services.reassign_ticket(ticket, request.user, to_user)
+            messages.success(request, f"Ticket given to {to_user}.")
+            return redirect("ticket_detail", ticket_id=ticket.id)
         action = None
         if decision == "edit":
             action = {"type": request.POST.get("type", "CLICK")}
@@ -173,7 +215,34 @@ def ticket_action(request: HttpRequest, ticket_id: Any) -> HttpResponse:
     return redirect("console")
 
 
-@admin_required
-def review(request: HttpRequest) -> HttpResponse:
-    records = TrainingRecord.objects.select_related("task", "operator").order_by("-created_at")[:200]
-    return render(request, "frontend/review.html", {"records": records})
+MAX_MEDIA_PATH = 255
+
+
+def media_file(request: HttpRequest, path: str) -> HttpResponse:
+    """A file under MEDIA_ROOT, by the rules of what it belongs to.
+
+    A step's screenshot follows its task (the owner and operators; others get a 404, as
+    for the task itself); any other file is for admins only. A session or the API's
+    Bearer token. In the full stack a web server may sit in front, but must ask this view
+    (e.g. nginx ``auth_request``) rather than serve the directory.
+    """
+    from django.views.static import serve
+
+    from frontend.api import bearer_user
+
+    user = request.user if request.user.is_authenticated else bearer_user(request)
+    if user is None:
+        return JsonResponse({"detail": "authentication required"}, status=401)
+    if len(path) > MAX_MEDIA_PATH or text_problem(path) or ".." in path.split("/"):
+        raise Http404("no such file")
+    step = Step.objects.filter(screenshot=path).select_related("task").first()
+    if step is not None:
+        try:
+            services.access_task(user, step.task_id)
+        except services.ServiceError:
+            raise Http404("no such file") from None
+    elif not services.is_admin(user):
+        raise Http404("no such file")
+    response = serve(request, path, document_root=settings.MEDIA_ROOT)
+    response["Cache-Control"] = "private, max-age=3600"
+    return response

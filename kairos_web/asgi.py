@@ -24,11 +24,11 @@ if settings.INSECURE_SECRET_KEY:
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
 from agents.consumers import OperatorConsumer, TaskConsumer  # noqa: E402
 from devices.consumers import ScreenConsumer  # noqa: E402
+from devices.sockets import AllowedHostsOrigin  # noqa: E402
 
 websocket_urlpatterns = [
     path("ws/operator/", OperatorConsumer.as_asgi()),
@@ -38,5 +38,5 @@ websocket_urlpatterns = [
 
 application = ProtocolTypeRouter({
     "http": django_asgi_app,
-    "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    "websocket": AllowedHostsOrigin(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
 })

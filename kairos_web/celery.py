@@ -9,6 +9,12 @@ app = Celery("kairos_web")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
+# Every worker (and the embedded default's worker thread) sweeps for tasks whose worker
+# died mid-step: see agents/recovery.py.
+from agents.recovery import StallSweeper  # noqa: E402  (imports no Django models)
+
+app.steps["worker"].add(StallSweeper)
+
 
 def start_worker_thread(queues: list[str] | None = None):
     """Run a Celery worker on a thread of this process; returns it (``.stop()`` ends it).

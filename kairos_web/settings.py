@@ -62,6 +62,26 @@ CSRF_TRUSTED_ORIGINS = [
     o.strip() for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o.strip()
 ]
 
+# HTTPS deployments (README "Security switches"). KAIROS_HTTPS=1 turns on the redirect,
+# secure cookies and a year of HSTS; each can also be set on its own.
+KAIROS_HTTPS = envbool("KAIROS_HTTPS", False)
+SECURE_SSL_REDIRECT = envbool("SECURE_SSL_REDIRECT", KAIROS_HTTPS)
+SESSION_COOKIE_SECURE = envbool("SESSION_COOKIE_SECURE", KAIROS_HTTPS)
+CSRF_COOKIE_SECURE = envbool("CSRF_COOKIE_SECURE", KAIROS_HTTPS)
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31536000 if KAIROS_HTTPS else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", KAIROS_HTTPS)
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", False)
+# Behind a TLS-terminating proxy: the header it sets, e.g. "X-Forwarded-Proto: https".
+if os.environ.get("SECURE_PROXY_SSL_HEADER"):
+    _name, _, _value = os.environ["SECURE_PROXY_SSL_HEADER"].partition(":")
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _name.strip().upper().replace("-", "_"), _value.strip())
+# Content-Security-Policy: "1" for Kairos's own policy, or a policy string ("" = none).
+KAIROS_CSP = os.environ.get("KAIROS_CSP", "")
+# Login throttling (frontend/security.py): failures per username and address, and the
+# seconds they lock that pair out for.
+KAIROS_LOGIN_MAX_FAILURES = envint("KAIROS_LOGIN_MAX_FAILURES", 5)
+KAIROS_LOGIN_LOCKOUT = envint("KAIROS_LOGIN_LOCKOUT", 900)
+
 VAR_DIR = Path(os.environ.get("KAIROS_VAR_DIR", BASE_DIR / "var"))
 MEDIA_ROOT = VAR_DIR / "media"
 MEDIA_URL = "/media/"
@@ -77,6 +97,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "channels",
+    "ninja",  # serves Swagger UI's files for /api/docs from here, not a CDN
     "devices",
     "agents",
     "frontend",
@@ -91,6 +112,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "frontend.security.ContentSecurityPolicyMiddleware",
+    "frontend.api.ApiInputCheck",
 ]
 
 ROOT_URLCONF = "kairos_web.urls"
@@ -157,6 +180,9 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 EMBEDDED = not REDIS_URL
 
 if REDIS_URL:
+    # Shared by every process (login throttling counts failures here).
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": REDIS_URL}}
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -193,8 +219,22 @@ KAIROS_DEFAULT_THRESHOLD = envfloat("KAIROS_DEFAULT_THRESHOLD", 4.0)
 if not 0 <= KAIROS_DEFAULT_THRESHOLD <= 5:
     raise ImproperlyConfigured("KAIROS_DEFAULT_THRESHOLD must be between 0 and 5")
 KAIROS_MAX_STEPS = envint("KAIROS_MAX_STEPS", 30)
+# States the simulator's oracle may search from one state before it reports no path (a
+# dead end); evaluation only (`evaluate --oracle-budget` overrides it).
+KAIROS_ORACLE_BUDGET = envint("KAIROS_ORACLE_BUDGET", 50_000)
+if KAIROS_ORACLE_BUDGET < 1:
+    raise ImproperlyConfigured("KAIROS_ORACLE_BUDGET must be at least 1")
 KAIROS_DEVICE_TIMEOUT = envfloat("KAIROS_DEVICE_TIMEOUT", 10.0)
 KAIROS_CLARIFICATION_TIMEOUT = envfloat("KAIROS_CLARIFICATION_TIMEOUT", 300.0)
+# A running task whose step was scheduled or started this long ago without moving is
+# recovered by the workers' stall sweep (agents/recovery.py), which runs this often.
+KAIROS_STALL_SECONDS = envfloat("KAIROS_STALL_SECONDS", 60.0)
+KAIROS_SWEEP_INTERVAL = envfloat("KAIROS_SWEEP_INTERVAL", 10.0)
+if KAIROS_STALL_SECONDS <= KAIROS_DEVICE_TIMEOUT:
+    # An action still in flight must never be taken for a dead one.
+    raise ImproperlyConfigured("KAIROS_STALL_SECONDS must be longer than KAIROS_DEVICE_TIMEOUT")
+# Seconds after which an idle operator's claim on a ticket lapses (docs/console.md).
+KAIROS_CLAIM_TIMEOUT = envfloat("KAIROS_CLAIM_TIMEOUT", 300.0)
 KAIROS_SIM_DEVICES = [
     n.strip() for n in os.environ.get("KAIROS_SIM_DEVICES", "sim-1,sim-2").split(",") if n.strip()
 ]
@@ -208,6 +248,9 @@ KAIROS_ADB_CONNECT = [  # Wi-Fi phones (host:port) the device host keeps `adb co
     a.strip() for a in os.environ.get("KAIROS_ADB_CONNECT", "").split(",") if a.strip()
 ]
 KAIROS_ADB_MAX_SIZE = envint("KAIROS_ADB_MAX_SIZE", 800)  # live video: longest side, pixels
+
+# Suite files a caller may name over the API besides the bundled ones (by file stem).
+KAIROS_SUITES_DIR = os.environ.get("KAIROS_SUITES_DIR", "")
 KAIROS_LLM_BASE_URL = os.environ.get("KAIROS_LLM_BASE_URL", "")
 KAIROS_LLM_API_KEY = os.environ.get("KAIROS_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY", "")
 KAIROS_LLM_MODEL = os.environ.get("KAIROS_LLM_MODEL", "")
@@ -220,7 +263,13 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
+        # Django's own console handler (DEBUG only) would print every warning a second
+        # time next to the root handler's line.
+        "django": {"handlers": [], "level": "INFO", "propagate": True},
         "django.channels.server": {"level": "WARNING"},
         "celery": {"level": "WARNING"},
+        # One line per HTTP request and WebSocket handshake (serve turns it on).
+        "uvicorn.access": {"level": "INFO"},
+        "uvicorn.error": {"level": "WARNING"},
     },
 }

@@ -13,3 +13,7 @@ else:
     os.environ.pop("REDIS_URL", None)
 
 from kairos_web.settings import *  # noqa: E402,F401,F403
+
+# seed_demo hashes three passwords for nearly every test; PBKDF2's deliberate slowness
+# (~0.7 s each on the shared CI cores) protects nothing in a throwaway test database.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -8,7 +8,9 @@ are skipped with a message, or fail when KAIROS_REQUIRE_SERVICES=1.
 """
 from __future__ import annotations
 
+import json
 import os
+from typing import Any
 
 import pytest
 
@@ -136,3 +138,25 @@ def _close_connections_of_the_async_thread(django_db_setup):
     from django.db import connections
 
     SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
+
+
+# --- the JSON API through Django's test client -----------------------------------------
+
+@pytest.fixture
+def api(client, demo):
+    """``api(method, path, user="operator", body=None)`` → (status, JSON body or None).
+
+    Authenticates with a Bearer token of the demo ``user`` (anonymous when None).
+    """
+    from frontend.models import ApiToken
+
+    def call(method: str, path: str, user: str | None = "operator", body: Any = None):
+        headers = {}
+        if user:
+            _, token = ApiToken.issue(demo[user])
+            headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+        response = getattr(client, method)(path, data=json.dumps(body) if body is not None
+                                           else None, content_type="application/json",
+                                           **headers)
+        return response.status_code, response.json() if response.content else None
+    return call

@@ -20,9 +20,22 @@ def session_headers(user: Any | None) -> list[tuple[bytes, bytes]]:
     return headers
 
 
-async def connect(path: str, user: Any | None) -> tuple[WebsocketCommunicator, Any]:
-    """Open ``path``; returns the communicator and True, or the close code it was refused with."""
+async def connect(path: str, user: Any | None, *, refused: bool = False,
+                  origin: bytes = b"http://127.0.0.1") -> tuple[WebsocketCommunicator, Any]:
+    """Open ``path``; returns the communicator and True.
+
+    With ``refused=True`` it expects the socket to be refused as CONTRACT says — accepted,
+    then closed — and returns the close code; a socket refused at the handshake instead
+    (an HTTP 403 to a browser) returns the string "handshake refused".
+    """
     headers = await database_sync_to_async(session_headers)(user)
+    headers = [(b"origin", origin)] + [h for h in headers if h[0] != b"origin"]
     communicator = WebsocketCommunicator(application, path, headers=headers)
     connected, code = await communicator.connect(timeout=5)
-    return communicator, (True if connected else code)
+    if not connected:
+        return communicator, "handshake refused"
+    if not refused:
+        return communicator, True
+    output = await communicator.receive_output(timeout=5)
+    assert output["type"] == "websocket.close", f"expected a close, got {output}"
+    return communicator, output.get("code")

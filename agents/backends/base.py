@@ -81,13 +81,27 @@ class Proposal:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    # Why the backend is sure, as features a calibrator reads (issue 12; DESIGN
+    # "Confidence is measured, not asserted"): flat names → numbers, booleans or short
+    # category strings, e.g. {"rule": "toggle", "strength": 0.92, "margin": 0.4}. The
+    # keys each backend states are listed in docs/models.md ("Evidence").
+    evidence: dict[str, Any] = field(default_factory=dict)
 
 
 class Backend(Protocol):
+    """A backend may also set ``needs_ui_tree = True`` when it cannot act on a screenshot
+    alone (the heuristic reads only UI nodes): dataset replay then reports the steps
+    that have no UI tree as not scored instead of inventing one (:func:`needs_ui_tree`)."""
+
     name: str
 
     def propose(self, ctx: StepContext) -> Proposal:
         """Propose the next action with a confidence. Must not raise."""
+
+
+def needs_ui_tree(backend: Any) -> bool:
+    """Can ``backend`` act only with a UI tree (not on a screenshot alone)?"""
+    return bool(getattr(backend, "needs_ui_tree", False))
 
 
 def clamp_confidence(value: float) -> float:

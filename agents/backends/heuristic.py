@@ -24,6 +24,7 @@ have direct evidence for (OS-Kairos §4.2, Eq. 4).
 from __future__ import annotations
 
 import re
+import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,15 +32,17 @@ from typing import Any
 from agents.backends.base import (
     Clarification, HistoryEntry, Proposal, StepContext, clamp_confidence,
 )
+from agents.backends.evidence import context_evidence
 from agents.planning import split_goal
 from agents.recommend import (
     NodeScore, is_candidate, is_editable, is_tappable, node_label, owner_of, recommend, row_label, score_nodes, tokens,
 )
+from agents.safety import current_policy
 from devices.actions import (
     CLICK, COMPLETE, IMPOSSIBLE, OPENAPP, PRESS_BACK, PRESS_ENTER, SCROLL, TYPE, WAIT, Action,
 )
 from devices.protocol import AppInfo
-from devices.uitree import UINode, node_at
+from devices.uitree import UINode, descendants, is_dialog_root, node_at
 
 __all__ = ["HeuristicBackend", "Intent", "parse_intent", "extract_text", "match_confidence"]
 
@@ -267,32 +270,9 @@ class ScreenView:
         return next((n for n in self.editables if n.focused), None)
 
 
-_DIALOG_ID_PREFIXES = ("dialog", "popup", "pop_up", "alert", "permission_dialog", "modal", "snackbar")
-
-
-def _is_dialog_root(node: UINode) -> bool:
-    """The top node of a window over the app: an AlertDialog, a pop-up, a permission prompt.
-
-    Only the id's *tail* and the class are read: content ids are often derived from the
-    text ("…/apps_with_the_location_permission…") and must not look like a dialog.
-    """
-    tail = node.resource_id.rsplit("/", 1)[-1].lower()
-    if tail.startswith(_DIALOG_ID_PREFIXES) or "Dialog" in node.cls:
-        return True
-    if node.parent is None and "permissioncontroller" in node.package:
-        return True
-    window = str(node.extra.get("window", "") or node.extra.get("layer", "")).lower()
-    return window in {"dialog", "popup", "overlay", "permission"} or bool(node.extra.get("dialog"))
-
-
-def _descendants(root: UINode, nodes: list[UINode]) -> list[UINode]:
-    inside: set[int] = {root.index}
-    out: list[UINode] = []
-    for node in nodes:  # document order: a parent precedes its children
-        if node.parent is not None and node.parent in inside:
-            inside.add(node.index)
-            out.append(node)
-    return out
+# Shared with the sensitive-action policy (agents/safety): one idea of what a dialog is.
+_is_dialog_root = is_dialog_root
+_descendants = descendants
 
 
 def read_screen(ctx: StepContext) -> ScreenView:
@@ -415,12 +395,30 @@ class _Choice:
     confidence: float
     thought: str
     candidates: list[str] = field(default_factory=list)
+    # Evidence for the calibrator: the decision rule that fired is the backend method
+    # that built this choice (``_toggle``, ``_click_best`` …), recorded here so that
+    # every one of the rules states it without each call site naming itself.
+    rule: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.rule:
+            self.rule = sys._getframe(2).f_code.co_name.lstrip("_")  # 1 is __init__
+
+    def matched(self, best: float, runner_up: float, candidates: int = 0) -> "_Choice":
+        """Record the element match behind this choice: strength, margin over the
+        runner-up and how many elements fitted at all."""
+        self.evidence.update(strength=round(best, 4), margin=round(best - runner_up, 4))
+        if candidates:
+            self.evidence["fitting"] = candidates
+        return self
 
 
 class HeuristicBackend:
     """Rule-based, offline backend. ``propose`` never raises."""
 
     name = "heuristic"
+    needs_ui_tree = True  # it reads UI nodes, never pixels
 
     def __init__(self, *, top_k: int = 10) -> None:
         self.top_k = top_k
@@ -449,6 +447,7 @@ class HeuristicBackend:
                 action=choice.action, confidence=clamp_confidence(choice.confidence),
                 thought=choice.thought, plan=plan, current_step=current,
                 candidates=choice.candidates or rec.keys,
+                evidence=step_evidence(choice, ctx, view, plan, intents),
             )
 
         blocked = self._overlay(view, goal, ctx)
@@ -497,6 +496,17 @@ class HeuristicBackend:
         goal_toks = set(tokens(goal))
         overlay_nodes = view.overlay or view.nodes
         words = set(tokens(" ".join(n.text + " " + n.content_desc for n in overlay_nodes)))
+        if view.overlay_kind == "dialog":
+            confirm = _confirmation_of_last_tap(view, ctx)
+            if confirm is not None:
+                # The app asks to confirm what was just tapped ("Remove from home" →
+                # "Remove Sam Rivera?"): the dialog is part of the task, not a pop-up to
+                # dismiss. Going ahead is a sensitive step, so the gate's policy asks a
+                # person when the confirmation commits a harm.
+                x, y = confirm.center
+                return _Choice(Action(CLICK, x=x, y=y, element=confirm.label), 4.0,
+                               f"The app asks to confirm the last step; going ahead with "
+                               f"'{confirm.label}'.")
         if view.overlay_kind == "dialog" and words and len(words & goal_toks) >= max(1, len(words) // 3):
             return None  # the goal talks about this dialog: it is part of the task
         buttons = [n for n in overlay_nodes if n.clickable and n.enabled and n.label]
@@ -841,9 +851,14 @@ class HeuristicBackend:
     def _complete(self, intents: list[Intent], status: list[str], view: ScreenView) -> _Choice:
         visible = all(s == "done" for s in status[-1:])
         confidence = 5.0 if visible else 3.0  # history or a loose confirmation only
-        return _Choice(Action(COMPLETE), confidence,
-                       "Every sub-goal's effect is visible on the screen; the task is done."
-                       if visible else "The history suggests every sub-goal is done.")
+        choice = _Choice(Action(COMPLETE), confidence,
+                         "Every sub-goal's effect is visible on the screen; the task is done."
+                         if visible else "The history suggests every sub-goal is done.")
+        # Evidence before COMPLETE: the last sub-goal shows on screen, and how many of
+        # all of them do (the earlier ones may only be known from the history).
+        choice.evidence.update(last_goal_visible=visible,
+                               goals_visible=sum(1 for s in status if s == "done") / max(1, len(status)))
+        return choice
 
     # -- acting on one sub-goal --
 
@@ -877,6 +892,13 @@ class HeuristicBackend:
                 confidence = 3.0 if strength >= 0.5 else 2.0
                 return _Choice(Action(OPENAPP, app=app.name), confidence,
                                f"On the home screen; '{app.name}' is the closest app to the goal.")
+            here = next((a for a in ctx.apps if a.package == view.package), None)
+            if here is not None and _app_match(ctx.goal, tuple(ctx.apps))[0] is None:
+                # Inside a known app that does not fit either, the launcher would say the
+                # same after a chain of PRESS_BACKs a person must approve one by one: say
+                # it now, once. (An app we know nothing about may still be the right one.)
+                return _Choice(Action(IMPOSSIBLE), 1.0,
+                               f"No installed app fits the goal ('{here.name}' is open).")
             return None
         if view.package == app.package:
             return None
@@ -919,7 +941,7 @@ class HeuristicBackend:
                 f"The switch '{label}' is currently {current}, while the goal wants it "
                 f"{state_word}; clicking it.",
                 [switch.key],
-            )
+            ).matched(score, second)
         # Not on this screen: navigate towards it (a row named like the target), else scroll.
         return self._click_best(intent, view, ctx, navigating=True)
 
@@ -942,9 +964,11 @@ class HeuristicBackend:
             x, y = option.center
             label = option.label or row_label(option, view.nodes)
             confidence = 5.0 if strength >= 0.99 else 4.0
-            return _Choice(Action(CLICK, x=x, y=y, element=label), confidence,
-                           f"The goal names '{label}' for {title}; choosing it "
-                           f"(options: {', '.join(labels)}).", [option.key])
+            choice = _Choice(Action(CLICK, x=x, y=y, element=label), confidence,
+                             f"The goal names '{label}' for {title}; choosing it "
+                             f"(options: {', '.join(labels)}).", [option.key])
+            choice.evidence.update(strength=round(strength, 4), fitting=len(labels))
+            return choice
         return None
 
     def _submit_form(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
@@ -1014,7 +1038,8 @@ class HeuristicBackend:
             label = _display_label(node, view.nodes)
             return _Choice(Action(CLICK, x=x, y=y, element=label or None),
                            match_confidence(score, second),
-                           f"'{label}' is named by the goal; opening it before typing.", [node.key])
+                           f"'{label}' is named by the goal; opening it before typing.",
+                           [node.key]).matched(score, second)
         return self._click_best(intent, view, ctx, navigating=True)
 
     def _submit(self, intent: Intent, view: ScreenView, ctx: StepContext) -> _Choice:
@@ -1117,9 +1142,12 @@ class HeuristicBackend:
             if coverage == 0 or coverage < 0.15 or (icon and coverage < 0.25):
                 confidence = min(confidence, 3.0)
             x, y = node.center
-            return _Choice(Action(CLICK, x=x, y=y, element=label or None), confidence,
-                           f"'{label}' matches the step '{intent.text}' best "
-                           f"(score {score:.2f}, runner-up {second:.2f}).", [node.key])
+            choice = _Choice(Action(CLICK, x=x, y=y, element=label or None), confidence,
+                             f"'{label}' matches the step '{intent.text}' best "
+                             f"(score {score:.2f}, runner-up {second:.2f}).", [node.key])
+            choice.evidence["coverage"] = round(coverage, 4)
+            choice.evidence["navigating"] = navigating
+            return choice.matched(score, second)
         if view.scrollables:
             return self._scroll(view, ctx, f"Nothing on screen matches '{intent.target}'.",
                                 sure=_list_of_kind(view, checkable=False))
@@ -1129,6 +1157,25 @@ class HeuristicBackend:
                            f"The screen says '{success.group(0)}'; the goal looks reached.")
         return _Choice(Action(PRESS_BACK), 1.0,
                        f"Nothing on this screen matches '{intent.target}'.")
+
+
+# --- evidence ----------------------------------------------------------------------
+
+
+def step_evidence(choice: _Choice, ctx: StepContext, view: ScreenView, plan: list[str],
+                  intents: list[Intent]) -> dict[str, Any]:
+    """Why the heuristic is sure of ``choice`` (issue 12), for the calibrator: the rule
+    that fired with its raw 1–5 score, the element match behind it, what is on screen,
+    and the context every backend states (:func:`context_evidence`)."""
+    evidence = context_evidence(choice.action, ctx)
+    evidence.update(rule=choice.rule, raw=float(choice.confidence))
+    evidence.update(choice.evidence)
+    evidence["sub_goals"] = min(len(plan), 4)
+    evidence["overlay"] = view.overlay_kind or "none"
+    evidence["launcher"] = view.launcher
+    evidence["open_choices"] = sum(1 for g in view.groups if g.checked is None)
+    evidence["targets"] = min(len(view.candidates), 30)
+    return evidence
 
 
 # --- helpers -----------------------------------------------------------------------
@@ -1448,6 +1495,46 @@ def _or_list(items: list[str]) -> str:
     if len(items) <= 1:
         return "".join(items)
     return ", ".join(items[:-1]) + " or " + items[-1]
+
+
+_FUNCTION_WORDS = frozenset(
+    "a an the to of for in on at and or is are be it its you your my me this that with from "
+    "will can".split())
+_TAPPED_LABEL = re.compile(r"^(?:CLICK|LONG_CLICK) '(?P<label>.+)'")
+
+
+def _confirmation_of_last_tap(view: ScreenView, ctx: StepContext) -> UINode | None:
+    """The button that goes ahead in a dialog the last tap opened, or None.
+
+    The dialog counts as the tap's own confirmation when the last step was a tap that
+    changed the screen and the dialog either asks a question that shares a word with the
+    tapped label (an ad that pops up on entering a screen does not repeat the label that
+    led there; a notice such as "Added to cart" asks nothing) or is an "are you sure?"
+    (the sensitive-action policy's ``confirmations``), and exactly one of its buttons is
+    not a way to dismiss it.
+    """
+    if not ctx.history:
+        return None
+    last = ctx.history[-1]
+    match = _TAPPED_LABEL.match(last.summary or "")
+    if not last.screen_changed or match is None:
+        return None
+    # Verbs matter here ("Open" → "Open the garage door?"), so keep the words the
+    # recommender drops, less the ones every sentence has.
+    tapped = set(tokens(match.group("label"), keep_stopwords=True)) - _FUNCTION_WORDS - set(
+        _DISMISS_WORDS)
+    buttons = [n for n in view.overlay if n.clickable and n.enabled and n.label]
+    others = [n for n in view.overlay if n.text and n not in buttons]
+    said = set(tokens(" ".join(n.text for n in others), keep_stopwords=True)) - _FUNCTION_WORDS
+    asks_to_confirm = any(
+        phrase in " ".join(n.text.lower().replace("\u2019", "'") for n in others)
+        for phrase in current_policy().confirmations)
+    if not asks_to_confirm and not (tapped & said and any("?" in n.text for n in others)):
+        return None  # a notice ("Added to cart") is news, not a question to answer
+    ahead = [b for b in buttons
+             if not any(b.label.strip().lower() == w or w in b.label.lower().split()
+                        for w in _DISMISS_WORDS + ("keep", "no", "back"))]
+    return ahead[0] if len(ahead) == 1 else None
 
 
 def _overlay_confidence(kind: str, button: UINode, buttons: list[UINode]) -> float:

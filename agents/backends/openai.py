@@ -31,7 +31,6 @@ import logging
 import os
 import random
 import re
-import string
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,10 +43,12 @@ from PIL import Image, ImageDraw
 from agents.backends.base import (
     Clarification, Proposal, StepContext, clamp_confidence,
 )
+from agents.backends.evidence import context_evidence
 from agents.confidence import (
     Calibration, check_estimator, consistency_vote, logprob_score,
 )
 from agents.planning import compact_history
+from agents.prompting import PROMPTS_DIR, TOGGLE_GOAL_RE, render_prompt
 from agents.recommend import format_elements, recommend
 from agents.scoring import (
     ParseError, ScoredAction, find_score_span, parse_clarification, parse_json_object,
@@ -55,6 +56,7 @@ from agents.scoring import (
 )
 from agents.tokens import TokenUsage, measure_call
 from devices.actions import POINT_TYPES, Action, Screen, action_to_text
+from devices.deadline import DeadlinePassed, call_within
 from devices.uitree import UINode, node_at
 
 __all__ = [
@@ -64,7 +66,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-PROMPTS_DIR = Path(__file__).resolve().parent.parent / "prompts"
 DEFAULT_MODEL = "gpt-4o"
 PLANNING_MODES = ("inline", "separate")
 CLARIFY_MODES = ("inline", "separate", "off")
@@ -75,11 +76,6 @@ RETRY_STATUSES = frozenset({408, 409, 429})
 # The LLM recommendation pathway answers a short list of ids; a cap keeps a rambling
 # model from making that call as costly as the action call.
 RECOMMEND_MAX_TOKENS = 256
-_TOGGLE_GOAL_RE = re.compile(
-    r"\b(?:turn|switch|toggle|set)\b.*\b(?:on|off)\b|\b(?:enable|disable|activate|deactivate|"
-    r"check|uncheck|tick|untick|mute|unmute|toggle|switch)\b",
-    re.IGNORECASE,
-)
 
 
 def llm_configured(environ: Mapping[str, str] | None = None) -> bool:
@@ -173,6 +169,7 @@ class OpenAIBackend:
         base_url: str | None = None,
         api_key: str | None = None,
         timeout: float | None = None,
+        deadline: float | None = None,
         max_retries: int | None = None,
         backoff: float = 0.5,
         backoff_max: float = 8.0,
@@ -204,10 +201,17 @@ class OpenAIBackend:
             self.api_key = "not-needed"
         self.model = model or _env(env, "KAIROS_LLM_MODEL", DEFAULT_MODEL) or DEFAULT_MODEL
         self.critic_model = critic_model or _env(env, "KAIROS_LLM_CRITIC_MODEL") or self.model
+        # Deadlines, not per-read timeouts (issue 11, item 9): an endpoint that trickles a
+        # byte now and then never trips a read timeout. ``timeout`` bounds one request as a
+        # whole; ``deadline`` the whole call, retries and backoff included.
         self.timeout = timeout if timeout is not None else _env_float(env, "KAIROS_LLM_TIMEOUT", 60.0)
         retries = max_retries if max_retries is not None else int(
             _env_float(env, "KAIROS_LLM_MAX_RETRIES", 3))
         self.retry = RetryPolicy(max(0, retries), max(0.0, backoff), max(0.0, backoff_max))
+        every_attempt = self.timeout * (self.retry.max_retries + 1) + \
+            self.retry.backoff_max * self.retry.max_retries
+        self.deadline = deadline if deadline is not None else _env_float(
+            env, "KAIROS_LLM_DEADLINE", every_attempt)
         self.image_long_side = int(image_long_side if image_long_side is not None
                                    else _env_float(env, "KAIROS_LLM_IMAGE_SIDE", 1024))
         self.image_detail = image_detail or _env(env, "KAIROS_LLM_IMAGE_DETAIL")
@@ -285,10 +289,25 @@ class OpenAIBackend:
             kwargs["extra_body"] = self.extra_body
         attempts = self.retry.max_retries + 1
         last = ""
+        deadline = time.monotonic() + self.deadline
         for attempt in range(attempts):
             retry_after: float | None = None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                last = f"{last}; no answer within the call's deadline of {self.deadline:g} s"
+                attempts = attempt
+                break
             try:
-                response = self.client.chat.completions.create(**kwargs)
+                client = self.client
+                bound = min(self.timeout, remaining)
+                response = call_within(bound, lambda: client.chat.completions.create(**kwargs),
+                                       name="model-call")
+            except DeadlinePassed:
+                # The abandoned request's thread ends at the server's next byte: its client
+                # is closed, and the next attempt opens a fresh one.
+                self._client = None
+                client.close()
+                last = f"timed out: no complete answer within {bound:g} s"
             except openai.APIStatusError as exc:
                 last = f"HTTP {exc.status_code}: {_error_text(exc)}"
                 if logprobs and exc.status_code == 400 and "logprob" in last.lower():
@@ -312,7 +331,8 @@ class OpenAIBackend:
             else:
                 return self._read(response, messages, image_sizes, model or self.model)
             if attempt + 1 < attempts:
-                delay = self.retry.delay(attempt, retry_after)
+                delay = min(self.retry.delay(attempt, retry_after),
+                            max(0.0, deadline - time.monotonic()))
                 log.warning("model call failed (%s); retry %d/%d in %.2f s",
                             last, attempt + 1, self.retry.max_retries, delay)
                 time.sleep(delay)
@@ -343,10 +363,7 @@ class OpenAIBackend:
     # --- prompts ------------------------------------------------------------------------
 
     def render(self, template: str, **values: Any) -> str:
-        """``agents/prompts/<template>.txt`` with ``$name`` placeholders filled in."""
-        text = (self.prompts_dir / f"{template}.txt").read_text(encoding="utf-8")
-        filled = string.Template(text).safe_substitute({k: str(v) for k, v in values.items()})
-        return re.sub(r"\n{3,}", "\n\n", filled).strip() + "\n"
+        return render_prompt(template, self.prompts_dir, **values)
 
     def _references(self, ctx: StepContext) -> str:
         goals = [g.strip() for g in ctx.references if g and g.strip()]
@@ -357,7 +374,7 @@ class OpenAIBackend:
     def _wants_toggle_note(self, ctx: StepContext, nodes: list[UINode]) -> bool:
         if self.toggle_note != "auto":
             return self.toggle_note == "always"
-        return bool(_TOGGLE_GOAL_RE.search(ctx.goal)) or any(n.checkable for n in nodes)
+        return bool(TOGGLE_GOAL_RE.search(ctx.goal)) or any(n.checkable for n in nodes)
 
     def _image_part(self, ctx: StepContext, nodes: list[UINode]) -> tuple[dict[str, Any], tuple[int, int]]:
         image = screenshot_for_prompt(
@@ -494,6 +511,14 @@ class OpenAIBackend:
         )
         proposal.extra["self_score"] = chosen.score
         proposal.extra["raw_confidence"] = raw_confidence
+        # Evidence for the calibrator (issue 12): the stated score, the estimator's score
+        # (expected score under the token log-probs, the critic's, or the vote share),
+        # and the context features every backend states.
+        proposal.evidence = context_evidence(chosen.action, ctx)
+        proposal.evidence.update(
+            rule=f"model:{self.estimator}", stated=float(chosen.score) if chosen.score is not None else 0.0,
+            raw=float(raw_confidence) if raw_confidence is not None else 0.0,
+            scored=raw_confidence is not None)
         if raw_confidence is None:
             proposal.confidence = None  # no score: the gate asks a person
         elif self.calibration is not None:

@@ -16,12 +16,13 @@ from devices.actions import COMPLETE, IMPOSSIBLE, Action
 class OracleBackend:
     name = "oracle"
 
-    def __init__(self, device: Any, task: Any):
-        from devices.sim.oracle import Oracle  # the simulator is optional for the pure core
+    def __init__(self, device: Any, task: Any, max_states: int | None = None):
+        from devices.sim.oracle import DEFAULT_MAX_STATES, Oracle  # the simulator is optional
 
         self.device = device
         self.task = task
-        self.oracle = Oracle(device, task)
+        # The same budget as the evaluation's judging oracle, so both share one search.
+        self.oracle = Oracle(device, task, max_states=max_states or DEFAULT_MAX_STATES)
 
     def propose(self, ctx: StepContext) -> Proposal:
         """The first optimal action from the device's current state; COMPLETE when the

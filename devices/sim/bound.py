@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any, Iterable
+from contextlib import contextmanager
+from typing import Any, Iterable, Iterator
 
 from devices.sim import expr as expr_mod
 from devices.sim.model import LAUNCHER, Effect, Element
@@ -77,19 +78,48 @@ def conjuncts(predicate: expr_mod.Expr) -> list[expr_mod.Expr]:
 
 
 class _Acc:
-    """What one node's actions can do: the writes and the nodes they can reach."""
+    """What one node's actions can do: the writes and the nodes they can reach.
+
+    ``slots`` groups the writes by the action that makes them (one element's tap with
+    every effect it sets off, one OPENAPP, one BACK …), so the bound can tell two
+    conjuncts that one action may make true together from two that need two actions.
+    Grouping too much is safe (it only weakens the bound); splitting one action's writes
+    over two slots would not be."""
 
     def __init__(self) -> None:
         self.writes: set[tuple[str, Any]] = set()
         self.nodes: set[Node] = set()
         self.backs: set[Node] = set()  # BACK pops from these tops (resolved with ``below``)
+        self.slots: list[set[tuple[str, Any]]] = []
+        self._slot: set[tuple[str, Any]] | None = None
+
+    @contextmanager
+    def action(self) -> Iterator[None]:
+        """Collect the writes made inside into one slot; nested calls join the open one
+        (an effect that opens an app belongs to the action that ran it)."""
+        if self._slot is not None:
+            yield
+            return
+        self._slot = set()
+        try:
+            yield
+        finally:
+            if self._slot:
+                self.slots.append(self._slot)
+            self._slot = None
 
     def write(self, var: str | None, value: Any) -> None:
         if var:
             try:
-                self.writes.add((var, value))
+                hash(value)
+                item = (var, value)
             except TypeError:  # an unhashable value: unknown
-                self.writes.add((var, ANY))
+                item = (var, ANY)
+            self.writes.add(item)
+            if self._slot is not None:
+                self._slot.add(item)
+            else:  # a write outside any known action: its own slot, to stay sound
+                self.slots.append({item})
 
 
 class Navigation:
@@ -134,7 +164,8 @@ class Navigation:
         app, top = node
         ctx = {node}
         for a in self.apps:  # OPENAPP and launcher icons, from anywhere
-            self._open(a, acc, set())
+            with acc.action():
+                self._open(a, acc, set())
         if app == LAUNCHER:
             for did, owner in world.layer.dialog_apps.items():
                 if owner is None:
@@ -147,8 +178,10 @@ class Navigation:
         acc.backs.add(node)  # BACK (nav bar, Navigate up) pops the stack
         for scr in shown:
             if scr.on_back is not None:
-                self._run(scr.on_back, ctx, acc, set())
-            self._run(scr.on_wait, ctx, acc, set())
+                with acc.action():
+                    self._run(scr.on_back, ctx, acc, set())
+            with acc.action():
+                self._run(scr.on_wait, ctx, acc, set())
             for el in scr.elements + scr.toolbar:
                 self._element(el, ctx, acc)
         dialogs = list(spec.dialogs.values()) + [
@@ -159,21 +192,25 @@ class Navigation:
         return acc
 
     def _dialog(self, dialog: Any, ctx: set[Node], acc: _Acc) -> None:
-        self._run(dialog.on_dismiss, ctx, acc, set())
+        with acc.action():
+            self._run(dialog.on_dismiss, ctx, acc, set())
         for el in dialog.elements + dialog.buttons:
             self._element(el, ctx, acc)
 
     def _element(self, el: Element, ctx: set[Node], acc: _Acc) -> None:
         kind = el.kind
-        if kind in ("switch", "checkbox"):
-            acc.write(el.var, ANY)
-        elif kind == "radio_group":
-            for opt in el.options:
-                acc.write(el.var, opt.value)
-        elif kind == "field":
-            acc.write(el.var, ANY)  # TYPE and the keyboard
-        for effects in (el.on_tap, el.on_long_tap, el.on_change, el.on_enter):
-            self._run(effects, ctx, acc, set())
+        # One slot for all of an element's effects (tap, long tap, change, enter): more
+        # than one action's worth, which is safe; its list items are actions of their own.
+        with acc.action():
+            if kind in ("switch", "checkbox", "stepper"):
+                acc.write(el.var, ANY)
+            elif kind in ("radio_group", "radio"):
+                for opt in el.options:
+                    acc.write(el.var, opt.value)
+            elif kind == "field":
+                acc.write(el.var, ANY)  # TYPE and the keyboard
+            for effects in (el.on_tap, el.on_long_tap, el.on_change, el.on_enter):
+                self._run(effects, ctx, acc, set())
         for item in el.items:
             self._element(item, ctx, acc)
 
@@ -276,16 +313,27 @@ class Bound:
     """``h(state)``: a consistent lower bound on the actions to ``predicate``.
 
     Per false conjunct ``a`` at node ``N``: ``D_a(N)`` = 1 + graph distance to a writer of
-    ``a``. Conjuncts with no writer in common cannot become true in the same action, so
-    they chain: order the false conjuncts by the last action that makes each true; between
-    two consecutive ones, ``a`` then ``b``, lie at least ``m[a][b] - 1`` more actions, where
-    ``m[a][b]`` is the least ``D_b`` over the writers of ``a`` (1 when they share one). The
-    bound of a set ``S`` of false conjuncts is the cheapest such chain; ``h`` is the largest
-    over the subsets of the false conjuncts (which keeps it consistent: a subset's chain
-    loses at most one per action).
+    ``a``. Order the false conjuncts by the last action that makes each true; between two
+    consecutive ones, ``a`` then ``b``, lie at least ``e[a][b]`` more actions: 0 when one
+    action (one slot of :class:`_Acc`) may make both true, else at least one, and at
+    least ``D_b(N) - 1`` from the node ``N`` where ``a`` was written (the next action
+    moves at most one edge). The bound of a set ``S`` of false conjuncts is the cheapest
+    such chain, ``min over orders of D_first(N) + sum e``; ``h`` is the largest over the
+    subsets of the false conjuncts.
+
+    Why it stays consistent (one action lowers it by at most one): for the best subset
+    ``S`` at ``s`` and an action to ``s'`` that makes the conjuncts ``T`` of ``S`` true,
+    ``T`` followed by the best order of ``S - T`` at ``s'`` is an order of ``S`` at
+    ``s`` costing ``1`` (the action is a writer of each of ``T``, in one slot, so ``e``
+    is 0 inside ``T``) ``+ e[t][b] <= D_b(N')`` ``+`` the rest, i.e. at most
+    ``1 + h(s')``. Counting one action per conjunct where no action writes two is what
+    makes two-app errands cheap to search: a purchase then a message needs every field,
+    choice and button of both halves, and the bound now says so (before, the chain took
+    shared writer *screens* as shared actions and bounded such errands at half their
+    length).
     """
 
-    MAX_CHAINED = 8  # more false conjuncts than this: single and pair bounds only
+    MAX_CHAINED = 10  # more false conjuncts than this: single and pair bounds only
 
     def __init__(self, world: World, predicate: expr_mod.Expr):
         self.world = world
@@ -293,26 +341,71 @@ class Bound:
         variables = world.var_index
         self.atoms: list[expr_mod.Expr] = []
         self.dist: list[dict[Node, float]] = []
-        writer_sets: list[set[Node]] = []
+        writer_slots: list[list[tuple[Node, int]]] = []
         for atom in conjuncts(predicate):
             names = atom.names
             if not names or not names <= variables.keys():
                 continue  # screen facts (app, screen, dialog): no bound from them
-            writers = {node for node, acc in self.nav.acts.items()
-                       if self._writes(acc, atom)}
+            slots = [(node, i) for node, acc in self.nav.acts.items()
+                     for i, slot in enumerate(acc.slots) if self._writes(slot, atom)]
             self.atoms.append(atom)
-            writer_sets.append(writers)
-            self.dist.append(self.nav.distances_to(writers))
+            writer_slots.append(slots)
+            self.dist.append(self.nav.distances_to({node for node, _ in slots}))
         n = len(self.atoms)
-        self.m = [[min((self.dist[b].get(w, _INF) for w in writer_sets[a]), default=_INF)
-                   for b in range(n)] for a in range(n)]
+        acts = self.nav.acts
+        self.e = [[0.0] * n for _ in range(n)]
+        for a in range(n):
+            for b in range(n):
+                if a == b:
+                    continue
+                best = _INF
+                for node, i in writer_slots[a]:
+                    if self._writes(acts[node].slots[i], self.atoms[b]):
+                        best = 0.0
+                        break
+                    best = min(best, max(1.0, self.dist[b].get(node, _INF) - 1))
+                self.e[a][b] = best
+        self.groups = self._app_groups(writer_slots)
         self._cache: dict[tuple[Node, int], float] = {}
         self.useful = n > 0
 
-    def _writes(self, acc: _Acc, atom: expr_mod.Expr) -> bool:
+    def _app_groups(self, writer_slots: list[list[tuple[Node, int]]]) -> list[tuple[str, list[int]]]:
+        """Conjuncts grouped by the one app whose screens alone can write them, for the
+        additive bound of :meth:`__call__` (empty when fewer than two such apps).
+
+        A group's chain bound changes only inside its app: from every node outside app
+        ``A`` the way to ``A``'s writers starts with the same entry (OPENAPP, or an
+        ``open_app`` effect, which land on the same screens from anywhere), so ``D_a`` is
+        the same constant at every node outside ``A``, and no larger inside it. One action
+        then lowers at most one group's bound (a write happens in one app; a move within
+        an app changes only that app's group; a move from ``A`` to ``B`` cannot lower
+        ``A``'s, since outside is never closer), so the sum of the groups' bounds is
+        consistent as well. Both properties are checked here rather than assumed: a
+        conjunct that breaks them stays out of the sum (which only weakens it)."""
+        groups: dict[str, list[int]] = {}
+        nodes = list(self.nav.acts)
+        for i, slots in enumerate(writer_slots):
+            apps = {node[0] for node, _ in slots}
+            if len(apps) != 1:
+                continue
+            app = next(iter(apps))
+            if app == LAUNCHER:
+                continue
+            dist = self.dist[i]
+            outside = {dist.get(node, _INF) for node in nodes if node[0] != app}
+            if len(outside) != 1:
+                continue
+            far = next(iter(outside))
+            if any(dist.get(node, _INF) > far for node in nodes if node[0] == app):
+                continue
+            groups.setdefault(app, []).append(i)
+        return sorted(groups.items()) if len(groups) > 1 else []
+
+    @staticmethod
+    def _writes(writes: set[tuple[str, Any]], atom: expr_mod.Expr) -> bool:
         names = atom.names
         single = next(iter(names)) if len(names) == 1 else None
-        for var, value in acc.writes:
+        for var, value in writes:
             if var not in names:
                 continue
             if single is None or value is ANY:
@@ -330,20 +423,20 @@ class Bound:
         k = len(false)
         if k == 1:
             return d[0]
-        m = self.m
+        e = self.e
         if k > self.MAX_CHAINED:
             best = max(d)
             for x in range(k):
                 for y in range(x + 1, k):
                     a, b = false[x], false[y]
-                    best = max(best, min(d[x] - 1 + m[a][b], d[y] - 1 + m[b][a]))
+                    best = max(best, min(d[x] + e[a][b], d[y] + e[b][a]))
             return best
-        # cost[S][last]: the cheapest ordering of subset S ending with ``last``, minus one.
+        # cost[S][last]: the cheapest order of subset S that ends with ``last``.
         full = 1 << k
         cost = [[_INF] * k for _ in range(full)]
         best = 0.0
         for x in range(k):
-            cost[1 << x][x] = d[x] - 1
+            cost[1 << x][x] = d[x]
         for subset in range(1, full):
             row = cost[subset]
             chain = _INF
@@ -353,16 +446,16 @@ class Bound:
                     continue
                 if c < chain:
                     chain = c
-                a = false[last]
+                ea = e[false[last]]
                 for nxt in range(k):
                     bit = 1 << nxt
                     if subset & bit:
                         continue
-                    c2 = c + m[a][false[nxt]] - 1
+                    c2 = c + ea[false[nxt]]
                     if c2 < cost[subset | bit][nxt]:
                         cost[subset | bit][nxt] = c2
-            if chain + 1 > best:
-                best = chain + 1
+            if chain > best:
+                best = chain
         return best
 
     def __call__(self, state: SimState, env: Any = None) -> float:
@@ -377,7 +470,15 @@ class Bound:
         cached = self._cache.get((node, mask))
         if cached is None:
             false = [i for i in range(len(self.atoms)) if mask >> i & 1]
-            cached = self._cache[(node, mask)] = self._chains(node, false)
+            cached = self._chains(node, false)
+            # Two-app errands: the purchase and the message each need their own actions,
+            # so their bounds add up (see _app_groups for why the sum stays consistent).
+            total = 0.0
+            for _app, members in self.groups:
+                part = [i for i in false if i in members]
+                if part:
+                    total += self._chains(node, part)
+            self._cache[(node, mask)] = cached = max(cached, total)
         return cached
 
 

@@ -17,13 +17,25 @@ import yaml
 
 from devices.sim import expr as expr_mod
 from devices.sim.model import (
-    EFFECT_OPS, ELEMENT_KINDS, LAUNCHER, RESERVED_NAMES, AppSpec, Dialog, Effect, Element,
-    Gate, Option, Screen,
+    EFFECT_OPS, ELEMENT_KINDS, LAUNCHER, RESERVED_NAMES, TEMPLATE_RE, AppSpec, Dialog, Effect,
+    Element, Gate, Option, Screen, register_conditional,
 )
 
 BUNDLED_APPS_DIR = Path(__file__).resolve().parent / "apps"
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_TEMPLATE_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+_TEMPLATE_RE = TEMPLATE_RE
+_ITEM_RE = re.compile(r"\{item(?:\.([A-Za-z_][A-Za-z0-9_]*))?\}")
+_QUOTED = r"\"[^\"]*\"|'[^']*'"
+_CONDITIONAL_TEXT_RE = re.compile(
+    r"\{\s*(?P<cond>[^{}?]+?)\s*\?\s*(?P<then>" + _QUOTED + r"|[^{}:\"']*?)\s*:\s*"
+    r"(?P<else>" + _QUOTED + r"|[^{}\"']*?)\s*\}")
+
+
+def _unquote(text: str) -> str:
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        return text[1:-1]
+    return text
 
 _COMMON_KEYS = {"kind", "id", "visible", "enabled", "on_tap", "on_long_tap", "text", "desc"}
 _KIND_KEYS: dict[str, set[str]] = {
@@ -32,13 +44,15 @@ _KIND_KEYS: dict[str, set[str]] = {
     "icon": {"glyph", "color"},
     "image": {"color", "height"},
     "row": {"subtitle", "glyph"},
-    "switch": {"var", "on_change", "subtitle"},
-    "checkbox": {"var", "on_change"},
+    "switch": {"var", "on_change", "subtitle", "confirm"},
+    "checkbox": {"var", "on_change", "confirm"},
     "radio_group": {"var", "options", "on_change"},
     "field": {"var", "hint", "password", "on_enter"},
     "list": {"items", "rows"},
     "tabs": {"items"},
     "spacer": {"height"},
+    "stepper": {"var", "min", "max", "step", "on_change"},
+    "radio": {"var", "value", "on_change", "subtitle"},
 }
 _TEXT_STYLES = {"", "title", "heading", "body", "caption"}
 _BUTTON_STYLES = {"", "primary", "secondary", "text"}
@@ -97,6 +111,7 @@ class _AppReader:
         self.opens: list[tuple[str, str]] = []
         self.screen_refs: list[tuple[str, str]] = []
         self.dialog_refs: list[tuple[str, str]] = []
+        self.confirm_dialogs: dict[str, Dialog] = {}  # made for switches with `confirm`
 
     def fail(self, where: str, message: str) -> SimLoadError:
         return SimLoadError(f"{self.shown}: {where}: {message}" if where else f"{self.shown}: {message}")
@@ -152,10 +167,20 @@ class _AppReader:
             raise self.fail(where, f"bad condition: {exc}") from None
 
     def template(self, text: str, where: str) -> str:
-        """Check ``{var}`` references in display text and qualify them."""
+        """Check ``{var}`` references in display text and qualify them; compile each
+        ``{cond ? Then : Else}`` (a label that depends on state) into a placeholder."""
+        def conditional(match: re.Match[str]) -> str:
+            cond = self.condition(match.group("cond").strip(), where)
+            then, otherwise = (_unquote(match.group(g)) for g in ("then", "else"))
+            if "{" in then + otherwise or "}" in then + otherwise:
+                raise self.fail(where, "a conditional text's branches are plain text")
+            return register_conditional(cond, then, otherwise, self.app_id)
+
         def repl(match: re.Match[str]) -> str:
             return "{" + self.var_name(match.group(1), where) + "}"
 
+        if "?" in text:
+            text = _CONDITIONAL_TEXT_RE.sub(conditional, text)
         return _TEMPLATE_RE.sub(repl, text)
 
     # --- effects ------------------------------------------------------------------
@@ -216,6 +241,34 @@ class _AppReader:
             return out[0]
         return Effect("if", cond=expr_mod.parse(True), then=tuple(out))
 
+    def confirm(self, spec: Any, kw: dict[str, Any], where: str) -> tuple[str, expr_mod.Expr]:
+        """Confirm-before-change on a switch: the tap opens "are you sure?" and only its
+        confirm button flips the switch (and runs ``on_change``)."""
+        if isinstance(spec, str):
+            spec = {"title": spec}
+        spec = self.mapping(spec, where, {"when", "title", "text", "button", "cancel"})
+        when = spec.get("when", "always")
+        if isinstance(when, bool):  # YAML reads a bare on/off as true/false
+            when = "on" if when else "off"
+        var = kw["var"]
+        conditions = {"always": "true", "off": var, "on": f"not {var}"}
+        if when not in conditions:
+            raise self.fail(f"{where}.when", "expected on, off or always (the change that asks)")
+        title = self.string(spec.get("title"), f"{where}.title", required=True)
+        dialog_id = f"confirm_{kw['id']}"
+        go_ahead = Element(
+            "button", f"{kw['id']}_confirm",
+            text=self.string(spec.get("button"), f"{where}.button") or "OK",
+            on_tap=(Effect("toggle", var),) + kw.get("on_change", ()), where=f"{where}.button")
+        cancel = Element("button", f"{kw['id']}_cancel",
+                         text=self.string(spec.get("cancel"), f"{where}.cancel") or "Cancel",
+                         where=f"{where}.cancel")
+        self.confirm_dialogs[dialog_id] = Dialog(
+            id=dialog_id, title=self.template(title, f"{where}.title"),
+            text=self.template(self.string(spec.get("text"), f"{where}.text"), f"{where}.text"),
+            buttons=(cancel, go_ahead), where=where)
+        return dialog_id, expr_mod.parse(conditions[when])
+
     # --- elements -----------------------------------------------------------------
     def element(self, item: Any, where: str, default_kind: str | None = None) -> Element:
         data = self.mapping(item, where)
@@ -267,13 +320,38 @@ class _AppReader:
                 if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                     raise self.fail(f"{where}.{key}", "expected a positive whole number")
                 kw[key] = value
-        if kind in ("switch", "checkbox", "radio_group", "field"):
+        if kind == "stepper":
+            for key, name in (("min", "minimum"), ("max", "maximum"), ("step", "step")):
+                if key in data:
+                    value = data[key]
+                    if isinstance(value, bool) or not isinstance(value, (int, float)):
+                        raise self.fail(f"{where}.{key}", "expected a number")
+                    kw[name] = value
+            if kw.get("step", 1) <= 0:
+                raise self.fail(f"{where}.step", "expected a number above 0")
+            if ("minimum" in kw and "maximum" in kw and kw["minimum"] > kw["maximum"]):
+                raise self.fail(f"{where}.min", "min is above max")
+        if kind == "radio":
+            # One choice of a radio group whose options are rows of a list (too many for a
+            # radio_group, or each with its own row); checked when var == value.
+            if "value" not in data:
+                raise self.fail(where, "a radio needs the 'value' it sets")
+            value = data["value"]
+            if value is not None and not isinstance(value, (str, bool, int, float)):
+                raise self.fail(f"{where}.value", "a value is text, a number, true/false or null")
+            kw["options"] = (Option(value, text),)
+        if kind in ("switch", "checkbox", "radio_group", "field", "stepper", "radio"):
             if "var" not in data:
                 raise self.fail(where, f"a {kind} needs a 'var' to hold its state")
             kw["var"] = self.var_name(data["var"], f"{where}.var")
             initial = self.state.get(kw["var"])
             if kind in ("switch", "checkbox") and kw["var"] in self.state and not isinstance(initial, bool):
                 raise self.fail(f"{where}.var", f"'{data['var']}' must start as true or false")
+            if kind == "stepper" and kw["var"] in self.state and (
+                    isinstance(initial, bool) or not isinstance(initial, (int, float))):
+                raise self.fail(f"{where}.var", f"'{data['var']}' must start as a number")
+        if "confirm" in data:
+            kw["confirm"], kw["confirm_when"] = self.confirm(data["confirm"], kw, f"{where}.confirm")
         if kind == "radio_group":
             options = data.get("options")
             if not isinstance(options, list) or not options:
@@ -296,8 +374,8 @@ class _AppReader:
             if not isinstance(items, list):
                 raise self.fail(f"{where}.items", "a list needs 'items' (a list of elements)")
             kw["items"] = tuple(
-                self.element(it, f"{where}.items[{i}]", default_kind="row")
-                for i, it in enumerate(items)
+                self.element(it, at, default_kind="row")
+                for at, it in self.expand_list(items, f"{where}.items")
             )
             for it in kw["items"]:
                 if it.kind in ("list", "tabs", "field", "radio_group"):
@@ -325,11 +403,81 @@ class _AppReader:
             return ()
         if not isinstance(value, list):
             raise self.fail(where, "expected a list of elements")
-        out = tuple(self.element(item, f"{where}[{i}]") for i, item in enumerate(value))
+        out = tuple(self.element(item, at) for at, item in self.expand_list(value, where))
         stateful = [e.id for e in out if e.kind in ("field", "list")]
         for ident in stateful:
             if stateful.count(ident) > 1:
                 raise self.fail(where, f"two elements have the id '{ident}'")
+        return out
+
+    # --- parameterised screens, dialogs and elements ------------------------------------
+    def for_each(self, data: Any, where: str) -> list[tuple[str, dict[str, Any], Any]] | None:
+        """``for_each: {key: {field: value, ...}, ...}`` (or a list of keys): one copy of
+        ``data`` per key, with ``{item}`` replaced by the key and ``{item.field}`` by the
+        field's value in every text of the copy. None when ``data`` has no ``for_each``."""
+        if not isinstance(data, dict) or "for_each" not in data:
+            return None
+        spec = data["for_each"]
+        if isinstance(spec, list):
+            spec = {str(key): {} for key in spec}
+        if not isinstance(spec, dict) or not spec:
+            raise self.fail(f"{where}.for_each", "expected a mapping of item keys to fields, "
+                            "or a list of keys")
+        body = {k: v for k, v in data.items() if k != "for_each"}
+        copies = []
+        for key, fields in spec.items():
+            if not isinstance(key, str) or not _IDENT_RE.match(key):
+                raise self.fail(f"{where}.for_each", f"'{key}' is not a valid item key")
+            if fields is None:
+                fields = {}
+            if not isinstance(fields, dict):
+                raise self.fail(f"{where}.for_each.{key}", "expected a mapping of fields")
+            copies.append((key, fields, self._substitute(body, key, fields, f"{where}.for_each.{key}")))
+        return copies
+
+    def _substitute(self, value: Any, key: str, fields: dict[str, Any], where: str) -> Any:
+        if isinstance(value, str):
+            def repl(match: re.Match[str]) -> str:
+                name = match.group(1)
+                if name is None:
+                    return key
+                if name not in fields:
+                    raise self.fail(where, f"no field '{name}' for item '{key}'")
+                return str(fields[name])
+
+            return _ITEM_RE.sub(repl, value)
+        if isinstance(value, list):
+            return [self._substitute(v, key, fields, where) for v in value]
+        if isinstance(value, dict):
+            return {self._substitute(k, key, fields, where) if isinstance(k, str) else k:
+                    self._substitute(v, key, fields, where) for k, v in value.items()}
+        return value
+
+    def expand_mapping(self, data: dict[str, Any], where: str) -> dict[str, Any]:
+        """Screens or dialogs: ``camera`` with ``for_each: {front: …, backyard: …}``
+        becomes ``camera_front`` and ``camera_backyard``."""
+        out: dict[str, Any] = {}
+        for ident, body in data.items():
+            copies = self.for_each(body, f"{where}.{ident}")
+            if copies is None:
+                out[ident] = body
+                continue
+            for key, _fields, copy in copies:
+                name = f"{ident}_{key}"
+                if name in data or name in out:
+                    raise self.fail(f"{where}.{ident}.for_each", f"'{name}' is already defined")
+                out[name] = copy
+        return out
+
+    def expand_list(self, items: list[Any], where: str) -> list[tuple[str, Any]]:
+        """Elements or list items; one with ``for_each`` stands for one per key."""
+        out: list[tuple[str, Any]] = []
+        for i, item in enumerate(items):
+            copies = self.for_each(item, f"{where}[{i}]")
+            if copies is None:
+                out.append((f"{where}[{i}]", item))
+            else:
+                out.extend((f"{where}[{i}].for_each.{key}", copy) for key, _f, copy in copies)
         return out
 
     # --- the file -------------------------------------------------------------------
@@ -351,7 +499,7 @@ class _AppReader:
             if not (value is None or isinstance(value, (bool, int, float, str))):
                 raise self.fail(f"state.{key}", "a value is text, a number, true/false or null")
             self.state[f"{self.app_id}.{key}"] = value
-        screens_data = self.mapping(data.get("screens"), "screens")
+        screens_data = self.expand_mapping(self.mapping(data.get("screens"), "screens"), "screens")
         if not screens_data:
             raise self.fail("screens", "an app needs at least one screen")
         screens: dict[str, Screen] = {}
@@ -384,7 +532,9 @@ class _AppReader:
                 if el.kind not in ("icon", "button"):
                     raise self.fail(el.where, "a toolbar holds icons and buttons only")
         dialogs: dict[str, Dialog] = {}
-        for did, ddata in self.mapping(data.get("dialogs") or {}, "dialogs").items():
+        dialogs_data = self.expand_mapping(self.mapping(data.get("dialogs") or {}, "dialogs"),
+                                           "dialogs")
+        for did, ddata in dialogs_data.items():
             where = f"dialogs.{did}"
             d = self.mapping(ddata, where, {"title", "text", "elements", "buttons", "cancelable",
                                             "on_dismiss"})
@@ -408,6 +558,11 @@ class _AppReader:
                 on_dismiss=self.effects(d.get("on_dismiss"), f"{where}.on_dismiss"),
                 where=where,
             )
+        for did, dialog in self.confirm_dialogs.items():
+            if did in dialogs:
+                raise self.fail(dialog.where, f"the confirmation dialog '{did}' clashes with a "
+                                "dialog of that id")
+            dialogs[did] = dialog
         start = self.string(head.get("start"), "app.start") or next(iter(screens))
         if start not in screens:
             raise self.fail("app.start", f"no screen '{start}'")

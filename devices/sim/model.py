@@ -5,20 +5,68 @@ simulated phone and by the oracle's search without copying.
 """
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from devices.sim.expr import Expr
 
 ELEMENT_KINDS: tuple[str, ...] = (
     "text", "button", "icon", "image", "row", "switch", "checkbox", "radio_group", "field",
-    "list", "tabs", "spacer",
+    "list", "tabs", "spacer", "stepper", "radio",
 )
 EFFECT_OPS: tuple[str, ...] = (
     "go", "back", "home", "open_app", "set", "toggle", "add", "open", "close", "if",
 )
 RESERVED_NAMES = frozenset({"app", "screen", "dialog", "package", "sys"})
 LAUNCHER = "launcher"
+
+# --- display-text templates --------------------------------------------------------------
+# ``{var}`` shows a value; ``{cond ? Then : Else}`` (in app files) shows one of two texts
+# by a condition — a label that depends on state ("Locked" / "Unlocked"). The loader
+# compiles each conditional once, registers it here and leaves ``{?<key>}`` in the text.
+TEMPLATE_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+CONDITIONAL_RE = re.compile(r"\{\?([0-9a-f]{16})\}")
+_CONDITIONALS: dict[str, tuple[Expr, str, str]] = {}
+
+
+def register_conditional(cond: Expr, then: str, otherwise: str, scope: str) -> str:
+    """Register a conditional text; return the placeholder that stands for it."""
+    key = hashlib.sha1(f"{scope}\0{cond.source}\0{then}\0{otherwise}".encode()).hexdigest()[:16]
+    _CONDITIONALS[key] = (cond, then, otherwise)
+    return "{?" + key + "}"
+
+
+def template_names(text: str) -> set[str]:
+    """Every variable a display text reads (``{var}`` and conditional texts)."""
+    if "{" not in text:
+        return set()
+    names = set(TEMPLATE_RE.findall(text))
+    for key in CONDITIONAL_RE.findall(text):
+        names.update(_CONDITIONALS[key][0].names)
+    return names
+
+
+def conditional_names(text: str) -> set[str]:
+    """The variables read by the conditional texts of ``text`` only."""
+    names: set[str] = set()
+    for key in CONDITIONAL_RE.findall(text or ""):
+        names.update(_CONDITIONALS[key][0].names)
+    return names
+
+
+def fill_template(text: str, env: Callable[[str], Any], fmt: Callable[[Any], str]) -> str:
+    """``text`` with conditionals resolved and ``{var}`` values formatted by ``fmt``."""
+    if "{" not in text:
+        return text
+    if "{?" in text:
+        def pick(match: re.Match[str]) -> str:
+            cond, then, otherwise = _CONDITIONALS[match.group(1)]
+            return then if cond(env) else otherwise
+
+        text = CONDITIONAL_RE.sub(pick, text)
+    return TEMPLATE_RE.sub(lambda m: fmt(env(m.group(1))), text)
 LAUNCHER_PACKAGE = "com.android.launcher3"
 SYSTEMUI_PACKAGE = "com.android.systemui"
 PERMISSION_PACKAGE = "com.android.permissioncontroller"
@@ -69,6 +117,14 @@ class Element:
     glyph: str = ""
     color: str = ""
     screen: str | None = None  # tabs: the screen a tab shows
+    # switch/checkbox: a tap while ``confirm_when`` holds opens the dialog ``confirm``
+    # (made by the loader) instead of flipping the switch; its confirm button flips it.
+    confirm: str | None = None
+    confirm_when: Expr | None = None
+    # stepper: the bounds and the step of its number (None: unbounded)
+    minimum: float | None = None
+    maximum: float | None = None
+    step: float = 1
     where: str = ""  # place in the file, for messages
 
 

@@ -21,9 +21,10 @@ from devices.actions import (
     CLICK, COMPLETE, IMPOSSIBLE, LONG_CLICK, OPENAPP, PRESS_BACK, PRESS_ENTER, PRESS_HOME, SCROLL,
     TYPE, WAIT, Action, ActionError, validate_action,
 )
+from devices.sim import expr as expr_mod
 from devices.sim.bound import Bound, conjuncts
 from devices.sim.loader import AppBundle
-from devices.sim.model import LAUNCHER, Element
+from devices.sim.model import LAUNCHER, Element, conditional_names, template_names
 from devices.sim.suite import SimTask
 from devices.sim.world import _TEMPLATE_RE, SimState, World, world_for
 
@@ -58,7 +59,7 @@ def _element_rw(el: Element, reads: set[str], writes: set[str], layout: set[str]
     if el.var:
         writes.add(el.var)
     if el.kind == "text":  # wrapped text: its length can move what comes below it
-        layout.update(_TEMPLATE_RE.findall(el.text))
+        layout.update(template_names(el.text))
     for item in el.items:
         _element_rw(item, reads, writes, layout)
 
@@ -91,14 +92,15 @@ def _app_rw(world: World, app_id: str) -> tuple[set[str], set[str], set[str]]:
         _effects_rw(d.on_dismiss, reads, writes)
         for el in d.elements + d.buttons:
             _element_rw(el, reads, writes, layout)
-        layout.update(_TEMPLATE_RE.findall(d.title + d.text))
+        layout.update(template_names(d.title + d.text))
     return reads, writes, layout
 
 
 class _Search:
     """Search results for one (world, task), shared by all oracles for them."""
 
-    def __init__(self, world: World, task: SimTask, max_depth: int, max_states: int):
+    def __init__(self, world: World, task: SimTask, max_depth: int, max_states: int,
+                 composite: bool = True):
         assert task.success is not None
         self.world, self.task = world, task
         self.goal = task.success
@@ -117,6 +119,7 @@ class _Search:
         # key -> (is a success state, lower bound on its distance); with and without the bound
         self.meta: dict[Any, tuple[bool, float]] = {}
         self.meta_plain: dict[Any, tuple[bool, float]] = {}
+        self.composite = _Composite.build(self) if composite else None
 
     def _relevance(self) -> None:
         world = self.world
@@ -198,15 +201,18 @@ class _Search:
         def template(text: str, safe: bool) -> None:
             if not safe:
                 refused.update(_TEMPLATE_RE.findall(text or ""))
+            # A conditional text ("Locked" / "Unlocked") changes length and wording with
+            # its condition: never merge the values it reads.
+            refused.update(conditional_names(text or ""))
 
         def element(el: Element, in_dialog: bool = False) -> None:
             condition(el.visible)
             condition(el.enabled)
             for effs in (el.on_tap, el.on_long_tap, el.on_change, el.on_enter):
                 effects(effs)
-            if el.kind in ("switch", "checkbox"):
+            if el.kind in ("switch", "checkbox", "stepper"):
                 refused.add(el.var)
-            elif el.kind == "radio_group":
+            elif el.kind in ("radio_group", "radio"):
                 for opt in el.options:
                     add_value(el.var, opt.value)
             elif el.kind == "field":
@@ -452,6 +458,102 @@ class _Search:
                 f"({self.goal.source}) {bound}")
 
 
+class _Composite:
+    """An errand whose predicate splits into parts that separate apps alone can make true
+    (a purchase in Shop, then a message in Messages): its distance is the cheapest order
+    of the parts, each solved by a search over its own app only.
+
+    Exact under the conditions :meth:`build` checks: every conjunct belongs to a part, the
+    parts' relevant apps (those that can write or gate what a part reads) are disjoint, and
+    no perturbation fires by step count. Then no action of one part changes another's
+    variables, every app is entered the same way from anywhere (OPENAPP), and leaving an
+    app forgets its back stack, so interleaving parts never saves an action: a shortest
+    path does the parts one after another, the first from the current state and each
+    later one from outside its app. The search then scales with each part, not with the
+    product of the apps' states.
+    """
+
+    def __init__(self, parent: "_Search", parts: list["_Search"]):
+        self.parent, self.parts = parent, parts
+        self.lock = threading.Lock()
+        self.cache: dict[Any, tuple[int, list[tuple[Action, Any]]]] = {}
+
+    @classmethod
+    def build(cls, parent: "_Search") -> "_Composite | None":
+        bound, world = parent.bound, parent.world
+        if bound is None or not bound.groups or world.max_tick:
+            return None
+        atoms = conjuncts(parent.goal)
+        grouped = {i for _, members in bound.groups for i in members}
+        if len(atoms) != len(bound.atoms) or grouped != set(range(len(bound.atoms))):
+            return None  # a conjunct on the screen, or one that several apps can write
+        from dataclasses import replace
+
+        parts = []
+        for app, members in bound.groups:
+            source = " and ".join(bound.atoms[i].source for i in members)
+            task = replace(parent.task, id=f"{parent.task.id}[{app}]",
+                           success=expr_mod.parse(source))
+            parts.append(_Search(world, task, parent.max_depth, parent.max_states,
+                                 composite=False))
+        seen: set[str] = set()
+        for part in parts:
+            if part.relevant_apps & seen:
+                return None  # two parts need the same app: their states interact
+            seen |= part.relevant_apps
+        return cls(parent, parts)
+
+    def _outside(self, s: SimState) -> SimState:
+        return SimState(s.values, LAUNCHER, (), None, None, (), s.tick)
+
+    def distance(self, s: SimState) -> int:
+        return self._solve(s)[0]
+
+    def _part_cost(self, part: "_Search", s: SimState, first: bool) -> int:
+        return part.solve(s if first else self._outside(s))[0]
+
+    def _orders(self, s: SimState) -> list[tuple[int, list[int]]]:
+        """(cost, order of the unfinished parts) for every order; raises NoPathError."""
+        from itertools import permutations
+
+        todo = [i for i, part in enumerate(self.parts) if not part.is_goal(s)]
+        if not todo:
+            return []  # every part holds: a success state
+        out = []
+        for order in permutations(todo):
+            cost = sum(self._part_cost(self.parts[i], s, n == 0) for n, i in enumerate(order))
+            out.append((cost, list(order)))
+        return out
+
+    def _solve(self, s: SimState) -> tuple[int, list[tuple[Action, Any]]]:
+        k = self.parent.key(s)
+        with self.lock:
+            found = self.cache.get(k)
+        if found is not None:
+            return found
+        orders = self._orders(s)
+        if not orders:
+            result: tuple[int, list[tuple[Action, Any]]] = (0, [])
+        else:
+            best_cost = min(cost for cost, _ in orders)
+            firsts = {order[0] for cost, order in orders if cost == best_cost}
+            best: list[tuple[Action, Any]] = []
+            for i in sorted(firsts):
+                for action, _ in self.parts[i].solve(s)[1]:
+                    s2 = self.parent.world.step(s, action)[0]
+                    best.append((action, self.parent.key(s2)))
+            result = (best_cost, best)
+        with self.lock:
+            self.cache[k] = result
+        return result
+
+    def solve(self, s: SimState, limit: int | None = None) -> tuple[int, list[tuple[Action, Any]]]:
+        result = self._solve(s)
+        if limit is not None and result[0] > limit:
+            raise NoPathError(self.parent._no_path(f"within {limit} actions"))
+        return result
+
+
 _SEARCHES: OrderedDict[tuple[int, int], tuple[World, SimTask, _Search]] = OrderedDict()
 _SEARCHES_LOCK = threading.Lock()
 
@@ -505,6 +607,8 @@ class Oracle:
             world = world_for(world.bundle, task.perturbations, world.width, world.height)
         self.world = world
         self._search = _shared_search(world, task, max_depth, max_states)
+        # Errands whose parts live in separate apps are solved part by part (_Composite).
+        self._solver: Any = self._search.composite or self._search
 
     def _state(self, state: Any) -> SimState:
         if state is None:
@@ -526,12 +630,12 @@ class Oracle:
     def distance(self, state: Any = None) -> int:
         """The fewest actions from ``state`` to a success state (the final COMPLETE not
         counted). Raises :class:`NoPathError`."""
-        return self._search.solve(self._state(state))[0]
+        return self._solver.solve(self._state(state))[0]
 
     def next_actions(self, state: Any = None) -> list[Action]:
         """Every optimal next action; ``[COMPLETE]`` on a success state."""
         s = self._state(state)
-        dist, best = self._search.solve(s)
+        dist, best = self._solver.solve(s)
         if dist == 0:
             return [Action(COMPLETE)]
         return [a for a, _ in best]
@@ -541,7 +645,7 @@ class Oracle:
         s = self._state(state)
         path: list[Action] = []
         while True:
-            dist, best = self._search.solve(s)
+            dist, best = self._solver.solve(s)
             if dist == 0:
                 return path
             action = best[0][0]
@@ -557,7 +661,7 @@ class Oracle:
             return False
         s = self._state(state)
         try:
-            dist, best = self._search.solve(s)
+            dist, best = self._solver.solve(s)
         except NoPathError:
             return checked.type == IMPOSSIBLE
         if checked.type == COMPLETE:
@@ -575,7 +679,7 @@ class Oracle:
         if not any(k2[1:] == k[1:] for _, k in best):
             return False
         try:
-            return self._search.solve(s2, limit=dist - 1)[0] == dist - 1
+            return self._solver.solve(s2, limit=dist - 1)[0] == dist - 1
         except NoPathError:
             return False
 

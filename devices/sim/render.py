@@ -24,6 +24,43 @@ def font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     return ImageFont.load_default(size=max(6, size))
 
 
+# What to draw for a character the bundled font has no glyph for (it would show a box):
+# dashes and minus as a hyphen, typographic symbols as their plain forms.
+_FALLBACK = {
+    "\u2014": "-", "\u2013": "-", "\u2012": "-", "\u2010": "-", "\u2011": "-", "\u2212": "-",
+    "\u00d7": "x", "\u2022": "\u00b7", "\u2713": "v", "\u2715": "x", "\u20ac": "EUR",
+    "\u00a3": "GBP", "\u00a0": " ", "\u2009": " ", "\u202f": " ",
+}
+
+
+@lru_cache(maxsize=1)
+def _missing_mask() -> bytes:
+    # The font's .notdef glyph, drawn for anything it lacks (a private-use code point).
+    return bytes(font(20).getmask("\ue000"))
+
+
+@lru_cache(maxsize=4096)
+def _has_glyph(ch: str) -> bool:
+    if ch.isascii() or ch.isspace():
+        return True
+    return bytes(font(20).getmask(ch)) != _missing_mask()
+
+
+def drawable(text: str) -> str:
+    """``text`` with every character the font cannot draw replaced by a plain one (the
+    UI tree keeps the real text; only the pixels change), so "Wi-Fi — On" never shows
+    a box for its dash."""
+    if text.isascii():
+        return text
+    out = []
+    for ch in text:
+        if _has_glyph(ch):
+            out.append(ch)
+        else:
+            out.append(_FALLBACK.get(ch, "?"))
+    return "".join(out)
+
+
 def _fit(draw: ImageDraw.ImageDraw, text: str, f: Any, width: float) -> str:
     if width <= 0 or draw.textlength(text, font=f) <= width:
         return text
@@ -49,6 +86,7 @@ class _Canvas:
     def text(self, x: float, y: float, text: str, size: int, color: str, anchor: str = "lm",
              max_w: float | None = None) -> None:
         f = font(round(size * self.s))
+        text = drawable(text)
         if max_w is not None:
             text = _fit(self.d, text, f, max_w * self.s)
         self.d.text(self.pt(x, y), text, fill=color, font=f, anchor=anchor)
@@ -130,6 +168,18 @@ def render_ops(ops: tuple[Any, ...], width: int, height: int, scale: float) -> I
                 c.text(m, t + (b - t) * 0.70, sub, subsize, MUTED, "lm", r - 2 * m)
             else:
                 c.text(m, (t + b) / 2, text, size, color, "lm", r - 2 * m)
+        elif kind == "stepper":
+            (l, t, r, b), text, shown, enabled, size, m, centres, value_x, half = op[1:10]
+            color = TEXT if enabled else DISABLED
+            cy = (t + b) / 2
+            c.text(m, cy, text, size, color, "lm", centres[0] - half - 2 * m)
+            c.text(value_x, cy, shown, size, color, "mm")
+            for cx, sign in zip(centres, ("-", "+")):
+                x0, y0 = c.pt(cx - half, cy - half)
+                x1, y1 = c.pt(cx + half, cy + half)
+                d.ellipse((x0, y0, x1, y1), outline=ACCENT if enabled else DISABLED,
+                          width=max(2, round(6 * s)))
+                c.text(cx, cy, sign, size, ACCENT if enabled else DISABLED, "mm")
         elif kind in ("switch", "checkbox"):
             (l, t, r, b), text, sub, checked, enabled, size, subsize, m = op[1:9]
             color = TEXT if enabled else DISABLED

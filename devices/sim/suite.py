@@ -68,6 +68,9 @@ class SimTask:
     max_steps: int = 20
     tags: tuple[str, ...] = ()
     suite: str = ""
+    # Ids of the elements whose tap commits a harm the user must approve (test material
+    # for the sensitive-action policy; the agent never sees it).
+    sensitive: tuple[str, ...] = ()
 
     @property
     def has_predicate(self) -> bool:
@@ -176,7 +179,7 @@ def _perturbation(shown: str, where: str, data: Any, bundle: AppBundle) -> Pertu
 def _task(shown: str, where: str, data: Any, bundle: AppBundle, suite_name: str) -> SimTask:
     data = _check_keys(shown, where, data, {
         "id", "instruction", "success", "state", "start", "preference", "preferences",
-        "inputs", "perturbations", "max_steps", "tags"})
+        "inputs", "perturbations", "max_steps", "tags", "sensitive", "unchanged"})
     task_id = _text(shown, f"{where}.id", data.get("id"), required=True)
     instruction = _text(shown, f"{where}.instruction", data.get("instruction"), required=True)
     perturbations = tuple(
@@ -193,13 +196,19 @@ def _task(shown: str, where: str, data: Any, bundle: AppBundle, suite_name: str)
             return name
         raise expr_mod.ExprError(f"unknown variable '{name}'")
 
+    state = _check_keys(shown, f"{where}.state", data.get("state") or {}, known)
     success = None
     if data.get("success") is not None:
         try:
             success = expr_mod.parse(data["success"], resolve)
         except expr_mod.ExprError as exc:
             raise _fail(shown, f"{where}.success", str(exc)) from None
-    state = _check_keys(shown, f"{where}.state", data.get("state") or {}, known)
+        if data.get("unchanged") is not None:
+            source = _with_unchanged(shown, f"{where}.unchanged", data["unchanged"], success,
+                                     bundle, state)
+            success = expr_mod.parse(source, resolve)
+    elif data.get("unchanged") is not None:
+        raise _fail(shown, f"{where}.unchanged", "needs a success predicate to add to")
     start = None
     if data.get("start") is not None:
         sdata = data["start"]
@@ -228,6 +237,13 @@ def _task(shown: str, where: str, data: Any, bundle: AppBundle, suite_name: str)
     inputs = data.get("inputs") or []
     if not isinstance(inputs, list):
         raise _fail(shown, f"{where}.inputs", "expected a list of texts")
+    sensitive = data.get("sensitive") or []
+    if not isinstance(sensitive, list) or not all(isinstance(x, str) for x in sensitive):
+        raise _fail(shown, f"{where}.sensitive", "expected a list of element ids")
+    ids = _element_ids(bundle)
+    for i, element_id in enumerate(sensitive):
+        if element_id not in ids:
+            raise _fail(shown, f"{where}.sensitive[{i}]", f"no app has an element '{element_id}'")
     max_steps = data.get("max_steps", 20)
     if isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1:
         raise _fail(shown, f"{where}.max_steps", "expected a whole number ≥ 1")
@@ -236,7 +252,68 @@ def _task(shown: str, where: str, data: Any, bundle: AppBundle, suite_name: str)
         preferences=tuple(preferences), inputs=tuple(str(x) for x in inputs),
         perturbations=perturbations, max_steps=max_steps,
         tags=tuple(str(t) for t in data.get("tags") or []), suite=suite_name,
+        sensitive=tuple(sensitive),
     )
+
+
+def _literal(value: Any) -> str:
+    if value is True or value is False:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _with_unchanged(shown: str, where: str, spec: Any, success: expr_mod.Expr,
+                    bundle: AppBundle, state: dict[str, Any]) -> str:
+    """``success`` and "nothing else changed": every variable of the named apps that the
+    predicate does not read keeps its value from the task's start. ``spec``: a list of
+    app ids, or ``{apps: [...], except: [qualified variables]}`` for side effects the
+    task may have (a search query typed on the way)."""
+    if isinstance(spec, list):
+        spec = {"apps": spec}
+    if not isinstance(spec, dict) or set(spec) - {"apps", "except"}:
+        raise _fail(shown, where, "expected a list of app ids, or {apps: [...], except: [...]}")
+    apps, exempt = spec.get("apps") or [], spec.get("except") or []
+    if not isinstance(apps, list) or not apps or not isinstance(exempt, list):
+        raise _fail(shown, where, "apps must be a non-empty list and except a list")
+    for i, app_id in enumerate(apps):
+        if bundle.by_id.get(str(app_id)) is None:
+            raise _fail(shown, f"{where}.apps[{i}]", f"no installed app '{app_id}'")
+    for i, name in enumerate(exempt):
+        if name not in bundle.state:
+            raise _fail(shown, f"{where}.except[{i}]", f"unknown variable '{name}'")
+    kept = [name for name in sorted(bundle.state)
+            if name.split(".", 1)[0] in apps and name not in success.names
+            and name not in exempt]
+    if not kept:
+        return success.source
+    extra = " and ".join(f"{name} == {_literal(state.get(name, bundle.state[name]))}"
+                         for name in kept)
+    # Keep the task's own conjuncts at the top level (the oracle's bound reads them
+    # one by one) unless its predicate has a top-level "or".
+    head = success.source if " or " not in f" {success.source.lower()} " else f"({success.source})"
+    return f"{head} and {extra}"
+
+
+def _element_ids(bundle: AppBundle) -> set[str]:
+    """Every element and dialog-button id of the bundle's apps."""
+    ids: set[str] = set()
+
+    def walk(elements: Any) -> None:
+        for el in elements:
+            if el.id:
+                ids.add(el.id)
+            walk(el.items)
+
+    for app in bundle.apps:
+        for scr in app.screens.values():
+            walk(scr.elements + scr.toolbar)
+        for dialog in app.dialogs.values():
+            walk(dialog.elements + dialog.buttons)
+    return ids
 
 
 def load_suite(path: str | Path, apps: AppBundle | None = None) -> Suite:

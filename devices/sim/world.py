@@ -8,6 +8,8 @@ renderer. Rules (scroll direction, TYPE, BACK, focus) are documented in docs/sim
 """
 from __future__ import annotations
 
+import functools
+
 import re
 import threading
 from collections import OrderedDict
@@ -21,8 +23,8 @@ from devices.actions import (
 from devices.sim import expr as expr_mod
 from devices.sim.loader import AppBundle, SimLoadError
 from devices.sim.model import (
-    LAUNCHER, LAUNCHER_PACKAGE, PERMISSION_PACKAGE, SYSTEMUI_PACKAGE, AppSpec, Dialog, Effect,
-    Effects, Element, Gate, Screen,
+    LAUNCHER, LAUNCHER_PACKAGE, PERMISSION_PACKAGE, SYSTEMUI_PACKAGE, TEMPLATE_RE, AppSpec,
+    Dialog, Effect, Effects, Element, Gate, Screen, fill_template, template_names,
 )
 from devices.sim.suite import Perturbation
 from devices.uitree import Bounds, UINode
@@ -184,7 +186,7 @@ STATUS_H, APPBAR_H, NAV_H, TAB_H, KEYBOARD_H, MARGIN = 84, 168, 132, 180, 880, 4
 FONT = {"appbar": 60, "title": 64, "heading": 48, "body": 42, "caption": 34, "button": 44,
         "row": 46, "subtitle": 36, "status": 36, "launcher": 38, "clock": 180, "key": 46}
 KEY_ROWS = ("qwertyuiop", "asdfghjkl", "zxcvbnm<")
-_TEMPLATE_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+_TEMPLATE_RE = TEMPLATE_RE  # kept for the oracle's imports
 
 
 @dataclass(frozen=True)
@@ -394,18 +396,18 @@ class World:
             for cond in (el.visible, el.enabled):
                 if cond is not None:
                     names.update(cond.names)
-            names.update(_TEMPLATE_RE.findall(el.text + el.subtitle))
+            names.update(template_names(el.text + el.subtitle))
             for item in el.items:
                 element(item)
 
         if app_id != LAUNCHER:
             scr = self.screen(app_id, shown)
-            names.update(_TEMPLATE_RE.findall(scr.title))
+            names.update(template_names(scr.title))
             for el in scr.elements + scr.toolbar:
                 element(el)
         if dialog_id is not None:
             dialog = self.dialog(app_id, dialog_id)
-            names.update(_TEMPLATE_RE.findall(dialog.title + dialog.text))
+            names.update(template_names(dialog.title + dialog.text))
             for el in dialog.elements + dialog.buttons:
                 element(el)
         deps = tuple(sorted(self.var_index[n] for n in names if n in self.var_index))
@@ -442,9 +444,7 @@ class World:
         return view
 
     def text(self, template: str, env: expr_mod.Env) -> str:
-        if "{" not in template:
-            return template
-        return _TEMPLATE_RE.sub(lambda m: _fmt(env(m.group(1))), template)
+        return fill_template(template, env, _fmt)
 
     def _layout(self, state: SimState, full: bool) -> View:
         u, W, H = self.u, self.width, self.height
@@ -577,7 +577,8 @@ class World:
         return int({
             "button": 168, "icon": 168, "image": el.height or 360, "row": 200 if el.subtitle else 160,
             "switch": 210 if el.subtitle else 176, "checkbox": 160, "field": 176,
-            "spacer": el.height or 48, "progress": 120,
+            "spacer": el.height or 48, "progress": 120, "stepper": 176,
+            "radio": 200 if el.subtitle else 136,
             "radio_group": 100 + 136 * len(el.options),
         }.get(el.kind, 160) * u)
 
@@ -694,6 +695,35 @@ class World:
                 b.target(box, tap=el.on_tap if clickable else None, long=long, label=text, node=n)
             b.op("row", box, text, sub, int(FONT["row"] * u), int(FONT["subtitle"] * u), m,
                  enabled)
+        elif kind == "stepper":
+            # A number with - and + buttons (a thermostat, a quantity): label on the left,
+            # the value between the buttons; each press moves by `step` within the bounds.
+            shown = _fmt(env(el.var))
+            n = b.node(parent, "android.widget.LinearLayout", box, package, resource_id=rid)
+            b.node(n, "android.widget.TextView", (m, top, W - m - int(380 * u), bottom), package,
+                   text=text, resource_id="android:id/title")
+            b.node(n, "android.widget.TextView",
+                   (W - m - int(250 * u), top, W - m - int(110 * u), bottom),
+                   package, text=shown, resource_id=f"{rid}_value")
+            cy, half = (top + bottom) // 2, int(55 * u)
+            centres = []
+            for sign, centre, word in ((-1, W - m - int(305 * u), "Decrease"),
+                                       (1, W - m - int(55 * u), "Increase")):
+                bb = (centre - half, cy - half, centre + half, cy + half)
+                centres.append(centre)
+                limit = el.minimum if sign < 0 else el.maximum
+                step = (Effect("add", el.var, sign * el.step),) + el.on_change
+                tap = step if limit is None else (
+                    Effect("if", cond=_bound_check(el.var, "<" if sign > 0 else ">", limit),
+                           then=step),)
+                label = f"{word} {text}".strip()
+                bn = b.node(n, "android.widget.ImageButton", bb, package, content_desc=label,
+                            resource_id=f"{rid}_{word.lower()}", clickable=enabled,
+                            enabled=enabled, focusable=True)
+                if enabled:
+                    b.target(bb, tap=tap, label=label, node=bn)
+            b.op("stepper", box, text, shown, enabled, int(FONT["row"] * u), m,
+                 tuple(centres), W - m - int(180 * u), half)
         elif kind in ("switch", "checkbox"):
             checked = bool(env(el.var))
             cls = "android.widget.Switch" if kind == "switch" else "android.widget.CheckBox"
@@ -705,8 +735,11 @@ class World:
                 b.node(n, "android.widget.TextView", (m, (top + bottom) // 2, W - m, bottom),
                        package, text=sub, resource_id="android:id/summary")
             if enabled:
-                b.target(box, tap=(Effect("toggle", el.var),) + el.on_change, long=long,
-                         label=text, node=n)
+                flip = (Effect("toggle", el.var),) + el.on_change
+                if el.confirm is not None:
+                    flip = (Effect("if", cond=el.confirm_when, then=(Effect("open", el.confirm),),
+                                   otherwise=flip),)
+                b.target(box, tap=flip, long=long, label=text, node=n)
             b.op(kind, box, text, sub, checked, enabled, int(FONT["row"] * u),
                  int(FONT["subtitle"] * u), m)
         elif kind == "radio_group":
@@ -731,6 +764,21 @@ class World:
                              label=opt.text, node=n)
                 b.op("radio", ob, opt.text, checked, enabled, int(FONT["row"] * u), m)
                 oy += int(136 * u)
+        elif kind == "radio":
+            opt = el.options[0]
+            checked = env(el.var) == opt.value
+            n = b.node(parent, "android.widget.RadioButton", box, package, text=text,
+                       resource_id=rid, checkable=True, checked=checked, clickable=enabled,
+                       enabled=enabled, focusable=True)
+            sub = self.text(el.subtitle, env)
+            if sub:
+                b.node(n, "android.widget.TextView", (m, (top + bottom) // 2, W - m, bottom),
+                       package, text=sub, resource_id="android:id/summary")
+            if enabled:
+                b.target(box, tap=(Effect("set", el.var, opt.value),) + el.on_change,
+                         label=text, node=n)
+            b.op("radio", box, text + (f"  ({sub})" if sub else ""), checked, enabled,
+                 int(FONT["row"] * u), m)
         elif kind == "field":
             fb = (m, top + int(16 * u), W - m, bottom - int(16 * u))
             value = env(el.var)
@@ -1036,6 +1084,12 @@ class World:
             work.run(scr.on_back)
         else:
             work.back()
+
+
+@functools.lru_cache(maxsize=256)
+def _bound_check(var: str, op: str, limit: float) -> expr_mod.Expr:
+    """``var < limit`` (or ``>``): may a stepper still move that way?"""
+    return expr_mod.parse(f"{var} {op} {limit!r}")
 
 
 def _ident(value: Any) -> str:

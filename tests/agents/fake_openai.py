@@ -30,6 +30,7 @@ class Reply:
     body: Any = None  # dict → JSON; bytes/str sent as is
     headers: dict[str, str] = field(default_factory=dict)
     hang: float = 0.0  # seconds to stall before answering (or until the server closes)
+    trickle: float = 0.0  # send the whole answer one byte every this many seconds
 
     @classmethod
     def completion(
@@ -79,6 +80,13 @@ class Reply:
     def hanging(cls, seconds: float = 30.0) -> "Reply":
         """Stall longer than the client's timeout, then answer (if anyone still listens)."""
         return cls(hang=seconds, body=Reply.completion("COMPLETE\nscore: 5").body)
+
+
+def trickling(every: float = 1.0) -> Reply:
+    """A good answer, status line and headers included, one byte every ``every`` seconds:
+    each read of a client's gets a byte long before a per-read timeout, so only a total
+    deadline ends it."""
+    return Reply(trickle=every, body=Reply.completion("Action: COMPLETE\nScore: 5").body)
 
 
 def logprob_tokens(content: str, alternatives: dict[str, float], at: str | None = None) -> list[dict[str, Any]]:
@@ -188,6 +196,9 @@ class FakeOpenAI:
                     payload = reply.body.encode()
                 else:
                     payload = reply.body or b""
+                if reply.trickle:
+                    self._trickle(reply, payload)
+                    return
                 try:
                     self.send_response(reply.status)
                     headers = {"Content-Type": "application/json", **reply.headers}
@@ -198,5 +209,17 @@ class FakeOpenAI:
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
+
+            def _trickle(self, reply: Reply, payload: bytes) -> None:
+                head = (f"HTTP/1.1 {reply.status} OK\r\nContent-Type: application/json\r\n"
+                        f"Content-Length: {len(payload)}\r\n\r\n").encode()
+                try:
+                    for byte in head + payload:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                        if fake._closing.wait(reply.trickle):
+                            return
+                except (BrokenPipeError, ConnectionResetError, OSError):
+                    pass  # the client gave up: what a deadline is for
 
         return Handler

@@ -79,21 +79,33 @@ def test_an_open_sweetness_is_asked_once_and_the_chat_answer_completes_the_order
     ticket.refresh_from_db()
     assert (ticket.status, ticket.decision, ticket.answer) == ("resolved", "answer", "Less sweet")
     assert task.answers == ["Less sweet"]
+    # Placing the order spends money: a person approves it whatever the confidence.
+    assert task.status == TaskStatus.WAITING_OPERATOR
+    order = task.tickets.get(status=TicketStatus.OPEN)
+    assert order.reason == "sensitive_action" and "Place order" in order.note
+    services.resolve_ticket(order, demo["operator"], "approve")
+    inline_steps.drain()
+    task.refresh_from_db()
     assert task.status == TaskStatus.SUCCEEDED and task.success is True
-    assert task.clarifications == 1 and Ticket.objects.filter(task=task).count() == 1
+    assert task.clarifications == 1 and Ticket.objects.filter(task=task).count() == 2
     assert phones.device("sim-1").state_vars["coffee.sweetness"] == "less"
     record = ticket.training
     assert (record.question, record.answer) == (ticket.question, "Less sweet")
     assert record.decision == "answer" and record.score_label is None
 
 
-def test_the_order_with_the_sweetness_named_asks_nothing(demo, inline_steps, phones):
+def test_the_order_with_the_sweetness_named_asks_no_question(demo, inline_steps, phones):
     task = order_latte(demo["user"], "Order a medium hot latte, less sweet", suite=False)
     inline_steps.drain()
 
     task.refresh_from_db()
+    # No question for the user; only the money step goes to a person.
+    [ticket] = task.tickets.all()
+    assert ticket.reason == "sensitive_action" and task.clarifications == 0
+    services.resolve_ticket(ticket, demo["operator"], "approve")
+    inline_steps.drain()
+    task.refresh_from_db()
     assert task.status == TaskStatus.SUCCEEDED
-    assert task.clarifications == 0 and not task.tickets.exists()
     state = phones.device("sim-1").state_vars
     assert state["coffee.ordered"] is True
     assert (state["coffee.drink"], state["coffee.size"], state["coffee.temp"],
@@ -196,7 +208,9 @@ def test_an_operator_answers_an_escalated_question_for_the_user(demo, inline_ste
     inline_steps.drain()
 
     task.refresh_from_db()
-    assert task.answers == ["Less sweet"] and task.status == TaskStatus.SUCCEEDED
+    # The answer lets the agent go on to "Place order", a money step a person approves.
+    assert task.answers == ["Less sweet"] and task.status == TaskStatus.WAITING_OPERATOR
+    assert task.tickets.get(status=TicketStatus.OPEN).reason == "sensitive_action"
     note = task.messages.filter(sender=Message.Sender.OPERATOR).get()
     assert note.text == "An operator answered for you: Less sweet"
     assert Ticket.objects.get(id=ticket.id).training.operator == demo["operator"]

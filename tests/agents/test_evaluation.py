@@ -175,10 +175,16 @@ def test_suite_result_has_the_contract_shape() -> None:
             "threshold", "tasks", "tsr", "type_acc", "sr", "hsr", "intervention_recall",
             "intervention_precision", "autonomy_precision", "autonomy_recall", "re",
             "interventions_per_task", "clarifications_per_task", "steps_per_task", "per_task",
+            "ece",  # CONTRACT "Additions (second build)"; null without a calibrator
+            "dead_ends", "sensitive_steps", "sensitive_asked",
         }
+        assert row["ece"] is None  # the stub episodes carry no calibrated P(right)
+        assert row["dead_ends"] == 0 and row["sensitive_steps"] == 0
     assert result["results"][0]["per_task"] == [
-        {"task": "a", "success": False, "steps": 3, "interventions": 0, "clarifications": 0},
-        {"task": "b", "success": True, "steps": 2, "interventions": 0, "clarifications": 1},
+        {"task": "a", "success": False, "steps": 3, "interventions": 0, "clarifications": 0,
+         "dead_end": False},
+        {"task": "b", "success": True, "steps": 2, "interventions": 0, "clarifications": 1,
+         "dead_end": False},
     ]
     json.dumps(result)
 

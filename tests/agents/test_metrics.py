@@ -129,7 +129,7 @@ def test_duck_typed_step_records_count_like_step_labels() -> None:
 def test_per_task_json_has_the_contract_fields() -> None:
     entry = TaskRecord("a", None, 3, 1, 2).per_task_json()
     assert entry == {"task": "a", "success": False, "steps": 3, "interventions": 1,
-                     "clarifications": 2}
+                     "clarifications": 2, "dead_end": False}
 
 
 def test_toggle_metrics_match_star_definitions() -> None:

@@ -41,10 +41,10 @@ async def test_an_operator_receives_ticket_opened_after_a_low_confidence_step(
 
 
 async def test_an_end_user_is_refused_with_4403(demo):
-    _, refused = await connect("/ws/operator/", demo["user"])
+    _, refused = await connect("/ws/operator/", demo["user"], refused=True)
     assert refused == 4403
 
 
 async def test_an_anonymous_socket_is_refused_with_4401(demo):
-    _, refused = await connect("/ws/operator/", None)
+    _, refused = await connect("/ws/operator/", None, refused=True)
     assert refused == 4401

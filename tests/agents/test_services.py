@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from agents import services
 from agents.backends.base import Proposal
@@ -128,6 +130,49 @@ def test_a_claimed_ticket_cannot_be_claimed_or_resolved_by_someone_else(demo, sc
 
 
 @pytest.mark.django_db(transaction=True)
+def test_an_idle_claim_lapses_and_another_operator_can_take_the_ticket(demo, scripted,
+                                                                       inline_steps, settings):
+    scripted([settings_icon])
+    make_task(demo["user"])
+    inline_steps.drain()
+    ticket = Ticket.objects.get()
+    services.claim_ticket(ticket, demo["operator"])
+    services.claim_ticket(ticket, demo["operator"])  # the holder's page renews its claim
+    with pytest.raises(services.Conflict):
+        services.claim_ticket(ticket, demo["admin"])
+
+    settings.KAIROS_CLAIM_TIMEOUT = 60
+    Ticket.objects.filter(id=ticket.id).update(
+        claimed_at=timezone.now() - timedelta(seconds=61))
+    taken = services.claim_ticket(ticket, demo["admin"])
+    assert (taken.status, taken.assignee) == (TicketStatus.CLAIMED, demo["admin"])
+    with pytest.raises(services.Conflict, match="admin holds this ticket"):
+        services.resolve_ticket(ticket, demo["operator"], "abort")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_admin_reassigns_a_held_ticket_and_nobody_else_may(demo, scripted, inline_steps):
+    scripted([settings_icon])
+    make_task(demo["user"])
+    inline_steps.drain()
+    ticket = Ticket.objects.get()
+    services.claim_ticket(ticket, demo["operator"])
+
+    with pytest.raises(services.Forbidden):
+        services.reassign_ticket(ticket, demo["operator"], demo["operator"])
+    with pytest.raises(services.ServiceError, match="only be given to an operator"):
+        services.reassign_ticket(ticket, demo["admin"], demo["user"])
+    services.reassign_ticket(ticket, demo["admin"], demo["admin"])
+    ticket.refresh_from_db()
+    assert ticket.assignee == demo["admin"]
+    with pytest.raises(services.Conflict, match="admin holds this ticket"):
+        services.resolve_ticket(ticket, demo["operator"], "abort")
+    services.resolve_ticket(ticket, demo["admin"], "abort")
+    with pytest.raises(services.Conflict, match="already resolved"):
+        services.reassign_ticket(ticket, demo["admin"], demo["operator"])
+
+
+@pytest.mark.django_db(transaction=True)
 def test_two_concurrent_resolutions_exactly_one_wins(demo, scripted, inline_steps):
     if connection.vendor == "sqlite":
         pytest.skip("concurrent writers need PostgreSQL (DATABASE_URL); SQLite serialises them")
@@ -225,3 +270,50 @@ def test_the_step_limit_ends_a_task_as_failed(demo, scripted, inline_steps):
     task.refresh_from_db()
     assert task.status == TaskStatus.FAILED
     assert "step limit" in task.error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_impossible_task_raises_one_ticket_that_says_so_with_the_reason(
+        demo, inline_steps, phones):
+    """Issue 15, item 6: from inside an app no installed app fits "Book me a flight": the
+    agent says so at once instead of asking a person to approve PRESS_BACK twice first."""
+    phones.device("sim-1").perform(Action("OPENAPP", app="Clock"))
+    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                "Book me a flight to Paris", threshold=4, backend="heuristic")
+    inline_steps.drain()
+
+    tickets = list(Ticket.objects.filter(task=task))
+    assert len(tickets) == 1
+    ticket = tickets[0]
+    assert ticket.step.proposed_action["type"] == "IMPOSSIBLE"
+    assert "believes this task cannot be done" in ticket.note
+    assert "No installed app fits the goal" in ticket.note
+    # Approving it ends the task as failed with the agent's reason, and no more tickets.
+    services.resolve_ticket(ticket, demo["operator"], "approve")
+    inline_steps.drain()
+    task.refresh_from_db()
+    assert task.status == TaskStatus.FAILED
+    assert Ticket.objects.filter(task=task).count() == 1
+    # The user is told why (issue 15, item 8): the reason and a closing line in the chat.
+    assert "No installed app fits the goal" in task.error
+    closing = task.messages.order_by("-id").first()
+    assert closing.sender == "system" and closing.text.startswith("Could not finish after 1 step")
+    assert "No installed app fits the goal" in closing.text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_abort_says_who_stopped_the_task_and_no_step_stays_waiting(demo, scripted,
+                                                                     inline_steps):
+    scripted([settings_icon])
+    task = make_task(demo["user"])
+    inline_steps.drain()
+    ticket = Ticket.objects.get(task=task)
+    services.resolve_ticket(ticket, demo["operator"], "abort", answer="Wrong phone, sorry")
+
+    task.refresh_from_db()
+    assert task.status == TaskStatus.ABORTED
+    assert task.steps.get(index=0).status == StepStatus.CANCELLED
+    assert task.messages.order_by("-id").first().text == \
+        "An operator (operator) stopped this task after 0 steps. Reason: Wrong phone, sorry"
+    with pytest.raises(services.Conflict, match="the chat is closed"):
+        services.post_message(task, demo["user"], "hello?")

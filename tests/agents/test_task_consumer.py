@@ -71,6 +71,13 @@ async def test_the_question_reaches_the_owner_and_the_chat_answer_finishes_the_o
     await until(chat, is_status("running"))
 
     await database_sync_to_async(inline_steps.drain)()
+    # "Place order" spends money: the owner sees the task wait for an operator, who
+    # approves it (docs/safety.md), and then the order goes through.
+    await until(chat, is_status("waiting_operator"))
+    ticket = await database_sync_to_async(
+        lambda: latte.tickets.get(status="open", reason="sensitive_action"))()
+    await database_sync_to_async(services.resolve_ticket)(ticket, demo["operator"], "approve")
+    await database_sync_to_async(inline_steps.drain)()
     done, _ = await until(chat, is_status("succeeded"))
     assert done["task"]["success"] is True and done["task"]["clarifications"] == 1
     task = await database_sync_to_async(Task.objects.get)(id=latte.id)
@@ -98,14 +105,14 @@ async def test_another_end_user_is_refused_with_4403(demo, latte):
         return user
 
     other = await database_sync_to_async(mallory)()
-    chat, result = await connect(f"/ws/tasks/{latte.id}/", other)
+    chat, result = await connect(f"/ws/tasks/{latte.id}/", other, refused=True)
     assert result == 4403
-    screen, result = await connect(f"/ws/devices/{latte.device_id}/screen/", other)
+    screen, result = await connect(f"/ws/devices/{latte.device_id}/screen/", other, refused=True)
     assert result == 4403
 
 
 async def test_an_anonymous_socket_is_refused_with_4401(latte):
-    _, result = await connect(f"/ws/tasks/{latte.id}/", None)
+    _, result = await connect(f"/ws/tasks/{latte.id}/", None, refused=True)
     assert result == 4401
 
 
@@ -192,4 +199,24 @@ async def test_html_in_a_message_travels_as_plain_text(demo, latte):
     assert stored == [evil]
     status = await database_sync_to_async(lambda: Task.objects.get(id=latte.id).status)()
     assert status in (TaskStatus.RUNNING, TaskStatus.QUEUED)
+    await chat.disconnect()
+
+
+async def test_a_finished_task_says_how_it_ended_and_its_chat_refuses_messages(
+        demo, latte, inline_steps):
+    """Issue 15, item 8 and 10: the closing line arrives live; then the chat is closed."""
+    chat, ok = await connect(f"/ws/tasks/{latte.id}/", demo["user"])
+    assert ok is True
+    await database_sync_to_async(inline_steps.drain)()
+    await until(chat, from_sender("agent"))
+    await database_sync_to_async(services.abort_task)(latte, demo["user"])
+    closing, _ = await until(chat, from_sender("system"))
+    assert closing["message"]["text"].startswith("You stopped this task after")
+
+    await chat.send_json_to({"type": "chat.message", "text": "are you there?"})
+    refused, _ = await until(chat, lambda e: e["type"] == "error")
+    assert "the chat is closed" in refused["detail"] and refused["text"] == "are you there?"
+    count = await database_sync_to_async(
+        Message.objects.filter(task_id=latte.id, text="are you there?").count)()
+    assert count == 0
     await chat.disconnect()

@@ -107,3 +107,33 @@ def test_every_type_has_a_text_form_that_reads_back():
     for kind in ACTION_TYPES:
         action = validate_action({"type": kind, **samples.get(kind, {})}, SCREEN)
         assert action_from_text(action_to_text(action, SCREEN), SCREEN).type == kind
+
+
+@pytest.mark.parametrize("value", ["inf", "1e400", "-Infinity", "9" * 400, "nan",
+                                   float("inf"), 10 ** 400, -(10 ** 30)])
+def test_an_infinite_or_huge_coordinate_is_refused_not_an_overflow(value):
+    result = validate_action({"type": "CLICK", "x": value, "y": 5}, (1080, 2400))
+    assert isinstance(result, ActionError) and result.field == "x"
+    assert len(result.message) < 200  # a huge number is not echoed back in full
+
+
+@pytest.mark.parametrize("field, data", [
+    ("text", {"type": "TYPE", "text": "a\x00b"}),
+    ("text", {"type": "TYPE", "text": "a\ud800b"}),
+    ("app", {"type": "OPENAPP", "app": "Clock\x00"}),
+    ("element", {"type": "PRESS_BACK", "element": "\udfff"}),
+])
+def test_text_with_a_nul_byte_or_a_lone_surrogate_is_refused(field, data):
+    result = validate_action(data)
+    assert isinstance(result, ActionError) and result.field == field
+    assert "NUL" in result.message or "surrogate" in result.message
+
+
+def test_a_field_of_another_type_is_ignored_but_must_be_well_formed():
+    assert validate_action({"type": "TYPE", "text": "hi", "x": "", "app": None}) == \
+        Action("TYPE", text="hi")
+    for bad, field in (({"type": "TYPE", "text": "hi", "x": "abc"}, "x"),
+                       ({"type": "PRESS_BACK", "app": {}}, "app"),
+                       ({"type": "PRESS_BACK", "direction": 3}, "direction")):
+        result = validate_action(bad)
+        assert isinstance(result, ActionError) and result.field == field

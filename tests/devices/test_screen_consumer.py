@@ -19,8 +19,9 @@ from tests.websockets import connect
 JPEG_MAGIC = b"\xff\xd8\xff"
 
 
-async def _connect(device: Device, user: User | None) -> tuple[WebsocketCommunicator, Any]:
-    return await connect(f"/ws/devices/{device.id}/screen/", user)
+async def _connect(device: Device, user: User | None, refused: bool = False
+                   ) -> tuple[WebsocketCommunicator, Any]:
+    return await connect(f"/ws/devices/{device.id}/screen/", user, refused=refused)
 
 
 def _phone() -> Device:
@@ -70,7 +71,7 @@ async def test_a_published_frame_reaches_the_viewer_and_an_older_one_does_not(tr
 @pytest.mark.asyncio
 async def test_it_refuses_an_anonymous_viewer_with_4401(transactional_db):
     device = await database_sync_to_async(_phone)()
-    _, code = await _connect(device, None)
+    _, code = await _connect(device, None, refused=True)
     assert code == 4401
 
 
@@ -78,7 +79,7 @@ async def test_it_refuses_an_anonymous_viewer_with_4401(transactional_db):
 async def test_it_refuses_an_end_user_with_no_task_on_the_phone_with_4403(transactional_db):
     device = await database_sync_to_async(_phone)()
     user = await database_sync_to_async(_user)("enduser", "end_users")
-    _, code = await _connect(device, user)
+    _, code = await _connect(device, user, refused=True)
     assert code == 4403
 
 

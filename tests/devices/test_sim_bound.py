@@ -3,6 +3,7 @@ distance), and the oracle stays exact where the bound does not apply."""
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -13,8 +14,13 @@ from devices.sim.oracle import clear_cache
 from devices.sim.world import World
 from tests.devices.sim_helpers import hand_built
 
-# Tasks with every perturbation kind, the bound's chained conjuncts and cross-app goals.
+ERRANDS = str(Path(__file__).resolve().parent / "fixtures" / "errands.yaml")
+
+# Tasks with every perturbation kind, the bound's chained conjuncts and cross-app goals
+# (the two-app errands use the additive bound over their apps).
 TASKS = [
+    (ERRANDS, "buy_earbuds_then_text"),
+    (ERRANDS, "alarm_then_text"),
     ("complex", "shop_earbuds_delivery"),
     ("complex", "shop_nimbus_logged_out"),
     ("complex", "message_mom_popup_at_step"),

@@ -183,3 +183,19 @@ tasks:
     assert suite.name == "mine"
     assert {"notes", "settings"} <= set(suite.bundle.by_id)
     assert not suite.task("demo").has_predicate
+
+
+def test_a_task_marks_sensitive_elements_by_id(tmp_path):
+    suite = find_suite("home")
+    assert suite.task("remove_sam").sensitive == ("remove_sam_confirm",)
+    assert suite.task("lock_front_door").sensitive == ()
+    message = _suite_error(tmp_path, """
+tasks:
+  - {id: t, instruction: Unlock it, success: settings.wifi, sensitive: [unlock_buton]}
+""")
+    assert "tasks[0].sensitive[0]" in message and "no app has an element 'unlock_buton'" in message
+    message = _suite_error(tmp_path, """
+tasks:
+  - {id: t, instruction: Unlock it, success: settings.wifi, sensitive: wifi_switch}
+""")
+    assert "expected a list of element ids" in message

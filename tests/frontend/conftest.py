@@ -6,6 +6,7 @@ only as users do: through the browser, the JSON API and WebSockets.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -83,15 +84,19 @@ def _wait_ready(url: str, process: subprocess.Popen, timeout: float = 60) -> Non
     raise RuntimeError("kairos serve did not become ready")
 
 
-@pytest.fixture(scope="session")
-def kairos_server(tmp_path_factory) -> Iterator[KairosServer]:
-    var = tmp_path_factory.mktemp("kairos-var")
+@contextlib.contextmanager
+def running_server(var: Path, **env_overrides: str) -> Iterator[KairosServer]:
+    """``manage.py serve`` on a fresh SQLite file under ``var``, migrated and seeded."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("DATABASE_URL", "REDIS_URL", "KAIROS_TEST_REDIS_URL")}
+    # sim-3 and sim-4 are for tests that must start from, or may leave, a phone in a
+    # state of its own (simulated phones keep their state across tasks, like real ones).
     env.update({"DEBUG": "1", "KAIROS_VAR_DIR": str(var), "PYTHONUNBUFFERED": "1",
+                "KAIROS_SIM_DEVICES": "sim-1,sim-2,sim-3,sim-4",
                 "DJANGO_SETTINGS_MODULE": "kairos_web.settings",
                 "KAIROS_CLARIFICATION_TIMEOUT": os.environ.get(
-                    "KAIROS_TEST_CLARIFICATION_TIMEOUT", "3")})
+                    "KAIROS_TEST_CLARIFICATION_TIMEOUT", "8")})
+    env.update(env_overrides)
     port = _free_port()
     server = KairosServer(f"http://127.0.0.1:{port}", env, var / "serve.log")
     server.manage("migrate", "--noinput")
@@ -110,6 +115,12 @@ def kairos_server(tmp_path_factory) -> Iterator[KairosServer]:
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+@pytest.fixture(scope="session")
+def kairos_server(tmp_path_factory) -> Iterator[KairosServer]:
+    with running_server(tmp_path_factory.mktemp("kairos-var")) as server:
+        yield server
 
 
 def chromium_path() -> str | None:
@@ -185,3 +196,4 @@ def save_screenshot(page: Any, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+

@@ -13,20 +13,6 @@ from frontend.models import ApiToken
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def api(client, demo):
-    def call(method: str, path: str, user: str | None = "operator", body=None):
-        headers = {}
-        if user:
-            _, token = ApiToken.issue(demo[user])
-            headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
-        response = getattr(client, method)(path, data=json.dumps(body) if body is not None
-                                           else None, content_type="application/json",
-                                           **headers)
-        return response.status_code, response.json() if response.content else None
-    return call
-
-
 def low_confidence_click(ctx):
     return Proposal(Action("CLICK", x=100, y=100), confidence=1.0)
 

@@ -5,6 +5,7 @@ backend is below γ and opens a ticket: the agent waits for a person at every st
 """
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from typing import Any
@@ -56,9 +57,18 @@ def open_ticket(page: Any, row: Any) -> str:
     ticket_id = row.get_attribute("data-ticket-id")
     row.locator("a").click()
     expect(page).to_have_url(re.compile(rf"/console/tickets/{ticket_id}/$"))
-    # Opening a ticket claims it for this operator.
+    # Opening a ticket only shows it; Claim takes it.
+    page.get_by_role("button", name="Claim", exact=True).click()
     expect(page.locator("#holder")).to_contain_text("held by you", timeout=TIMEOUT)
     return ticket_id
+
+
+def add_operator(kairos_server: Any, username: str) -> None:
+    kairos_server.manage("shell", "-c", (
+        "from django.contrib.auth.models import Group, User\n"
+        f"u, _ = User.objects.get_or_create(username='{username}')\n"
+        f"u.set_password('{PASSWORD}'); u.save()\n"
+        "u.groups.add(Group.objects.get(name='operators'))\n"))
 
 
 def test_a_new_ticket_appears_without_reload_and_approve_moves_the_task_on(
@@ -170,11 +180,7 @@ def test_take_over_drives_the_phone_and_hand_back_resumes_the_agent(
 
 def test_a_second_operator_sees_who_holds_a_ticket_and_cannot_claim_it(
         login, kairos_server, operator_token, task_factory):
-    kairos_server.manage("shell", "-c", (
-        "from django.contrib.auth.models import Group, User\n"
-        "u, _ = User.objects.get_or_create(username='operator2')\n"
-        f"u.set_password('{PASSWORD}'); u.save()\n"
-        "u.groups.add(Group.objects.get(name='operators'))\n"))
+    add_operator(kairos_server, "operator2")
     first = login("operator")
     first.goto(kairos_server.url + "/console/")
     task = task_factory()
@@ -189,7 +195,11 @@ def test_a_second_operator_sees_who_holds_a_ticket_and_cannot_claim_it(
 
     second.goto(kairos_server.url + f"/console/tickets/{ticket_id}/")
     expect(second.locator("#holder")).to_contain_text("held by operator")
-    expect(second.get_by_role("button", name="Approve", exact=True)).to_be_disabled()
+    approve = second.get_by_role("button", name="Approve", exact=True)
+    expect(approve).to_be_disabled()
+    # ...and looks it (issue 15, item 4): greyed out, no pointer.
+    look = approve.evaluate("b => [getComputedStyle(b).cursor, Number(getComputedStyle(b).opacity)]")
+    assert look[0] == "not-allowed" and look[1] <= 0.6, look
     status, body = kairos_server.api("POST", f"/api/tickets/{ticket_id}/claim",
                                      kairos_server.token("operator2"))
     assert status == 409 and "operator" in body["detail"]
@@ -223,3 +233,277 @@ def test_a_ticket_opened_while_the_queue_catches_up_is_not_lost(
     assert "task" in created, "the console never asked for the open tickets"
     row = page.locator("#queue tbody tr[data-ticket-id]", has_text=created["task"]["instruction"])
     expect(row).to_have_count(1)
+
+
+def test_a_take_over_tap_lands_on_the_element_under_the_pointer(
+        login, kairos_server, operator_token, task_factory):
+    """The page at the top of a 1280×900 window: the tap must reach the element clicked,
+    even though the live screen is taller than what is visible (issue 15, item 1)."""
+    page = login("operator")
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(kairos_server.url + "/console/")
+    task = task_factory("Set an alarm for 7:40 in Clock")
+    ticket_id = open_ticket(page, queue_row(page, task))
+    page.get_by_role("button", name="Take over", exact=True).click()
+    live = page.locator("#live-img")
+    expect(live).to_have_attribute("data-frames", re.compile(r"\d+"), timeout=TIMEOUT)
+    page.evaluate("window.scrollTo(0, 0)")
+
+    # An element of the (unchanged) screen, visible in the window as the page stands.
+    nodes = json.loads(kairos_server.manage("shell", "-c", (
+        "import json\n"
+        "from agents.models import Ticket\n"
+        "from devices.uitree import nodes_from_json\n"
+        f"step = Ticket.objects.get(id='{ticket_id}').step\n"
+        "print(json.dumps([n.center for n in nodes_from_json(step.ui_nodes) if n.clickable]))\n")).splitlines()[-1])
+    box = live.bounding_box()
+    target = None
+    for x, y in nodes:
+        vx, vy = box["x"] + x / 1080 * box["width"], box["y"] + y / 2400 * box["height"]
+        if 0 < vy < 880 and y > 300:
+            target = (x, y, vx, vy)
+            break
+    assert target is not None, "no element of the screen is visible in the window"
+    page.mouse.click(target[2], target[3])
+    expect(page.locator("#timeline li[data-step]")).to_have_count(1, timeout=TIMEOUT)
+
+    # After a scroll of the page the mapping follows the image where it now is.
+    page.evaluate("window.scrollBy(0, 120)")
+    box = live.bounding_box()
+    page.mouse.click(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
+    expect(page.locator("#timeline li[data-step]")).to_have_count(2, timeout=TIMEOUT)
+
+    # With the live screen focused, the keyboard goes to the phone (issue 15, item 7).
+    page.keyboard.type("hi")
+    expect(page.locator("#timeline li[data-step]")).to_have_count(3, timeout=TIMEOUT)
+    page.keyboard.press("Enter")
+    expect(page.locator("#timeline li[data-step]")).to_have_count(4, timeout=TIMEOUT)
+
+    _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+    taps = [s["action"] for s in detail["steps"] if s["by"] == "operator"]
+    assert taps[2] == {"type": "TYPE", "text": "hi"} and taps[3]["type"] == "PRESS_ENTER", taps
+    assert taps[0]["type"] == "CLICK"
+    assert abs(taps[0]["x"] - target[0]) <= 0.01 * 1080, (taps[0], target)
+    assert abs(taps[0]["y"] - target[1]) <= 0.01 * 2400, (taps[0], target)
+    assert abs(taps[1]["x"] - 540) <= 0.01 * 1080 and abs(taps[1]["y"] - 1200) <= 0.01 * 2400, taps[1]
+
+
+def test_a_ticket_left_or_closed_goes_back_to_the_queue_and_an_admin_can_reassign(
+        login, kairos_server, operator_token, task_factory):
+    """Issue 15, item 2: opening is not claiming; leaving or closing the tab releases."""
+    add_operator(kairos_server, "operator2")
+    first = login("operator")
+    first.goto(kairos_server.url + "/console/")
+    task = task_factory()
+    row = queue_row(first, task)
+    ticket_id = row.get_attribute("data-ticket-id")
+    row.locator("a").click()
+    expect(first.locator("#holder")).to_contain_text("Ticket open")
+    _, ticket = kairos_server.api("GET", f"/api/tickets/{ticket_id}", operator_token)
+    assert ticket["status"] == "open" and ticket["assignee"] is None
+
+    first.get_by_role("button", name="Claim", exact=True).click()
+    expect(first.locator("#holder")).to_contain_text("held by you")
+    first.get_by_role("link", name="← Back to the queue").click()  # leaving the page
+    expect(first.locator(f'#queue tr[data-ticket-id="{ticket_id}"] td.holder')).to_have_text("–")
+
+    first.locator(f'#queue tr[data-ticket-id="{ticket_id}"] a').click()
+    first.get_by_role("button", name="Claim", exact=True).click()
+    expect(first.locator("#holder")).to_contain_text("held by you")
+    second = login("operator2")
+    second.goto(kairos_server.url + "/console/")
+    second_row = second.locator(f'#queue tr[data-ticket-id="{ticket_id}"]')
+    expect(second_row.locator("td.holder")).to_have_text("operator")
+    first.close()  # closing the tab
+    expect(second_row.locator("td.holder")).to_have_text("–")
+    second_row.get_by_role("button", name="Claim").click()
+    expect(second.locator("#holder")).to_contain_text("held by you")
+
+    # An admin gives the held ticket to someone else from the ticket page.
+    admin = login("admin")
+    admin.goto(kairos_server.url + f"/console/tickets/{ticket_id}/")
+    expect(admin.locator("#holder")).to_contain_text("held by operator2")
+    admin.locator("#reassign-to").select_option("operator")
+    admin.get_by_role("button", name="Reassign", exact=True).click()
+    expect(admin.locator("#holder")).to_contain_text("held by operator")
+    expect(second.locator("#holder")).to_contain_text("held by operator")
+    _, ticket = kairos_server.api("GET", f"/api/tickets/{ticket_id}", operator_token)
+    assert ticket["assignee"] == "operator"
+
+
+CONTRAST_JS = """(group) => {
+  // WCAG contrast of each badge's text against its badge, the badge composited on white
+  // (the worst case: a light screen).
+  const rgba = (c) => { const m = c.match(/[\\d.]+/g).map(Number); return m.length > 3 ? m : [...m, 1]; };
+  const lum = ([r, g, b]) => { const f = (v) => { v /= 255; return v <= .03928 ? v / 12.92 : ((v + .055) / 1.055) ** 2.4; };
+                              return .2126 * f(r) + .7152 * f(g) + .0722 * f(b); };
+  const g = document.querySelector(group);
+  const bg = g.querySelector("rect.label-bg"), text = g.querySelector("text");
+  if (!bg || !text) return {label: text ? text.textContent : null, contrast: 0, height: 0};
+  const [br, bgg, bb, ba] = rgba(getComputedStyle(bg).fill);
+  const back = [br, bgg, bb].map((v) => v * ba + 255 * (1 - ba));
+  const fore = rgba(getComputedStyle(text).fill).slice(0, 3);
+  const [l1, l2] = [lum(back), lum(fore)].sort((a, b) => b - a);
+  const box = text.getBoundingClientRect(), under = bg.getBoundingClientRect();
+  const inside = box.left >= under.left - 1 && box.right <= under.right + 1 && box.top >= under.top - 1 && box.bottom <= under.bottom + 1;
+  return {label: text.textContent, contrast: (l1 + .05) / (l2 + .05), height: box.height, inside};
+}"""
+
+
+def test_key_actions_are_drawn_as_legible_labelled_badges(
+        login, kairos_server, operator_token, task_factory):
+    """Issue 15, item 3: PRESS_BACK, HOME, ENTER, WAIT, COMPLETE… were white text on a
+    light screen. The agent proposes PRESS_BACK here (nothing named 'Flurb' in Coffee)."""
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    status, task = kairos_server.api("POST", "/api/tasks", operator_token, {
+        "instruction": f"Open Coffee and tap Flurb [{uuid.uuid4().hex[:6]}]",
+        "device": "sim-2", "threshold": 4})
+    assert status == 201, task
+    try:
+        row = queue_row(page, task)
+        row.locator("a").click()
+        expect(page.locator("#proposed")).to_have_text("PRESS_BACK")
+        drawn = page.evaluate(CONTRAST_JS, "#proposal")
+        assert "Back" in drawn["label"] and drawn["contrast"] >= 4.5 and drawn["inside"], drawn
+        assert drawn["height"] >= 12, drawn
+        save_screenshot(page, "console-press-back")
+
+        # The editor's preview draws every other key action the same way.
+        page.get_by_role("button", name="Edit", exact=True).click()  # claims, then edits
+        expect(page.locator("#holder")).to_contain_text("held by you")
+        expect(page.locator("#edit-mark text")).to_contain_text("Back")
+        for kind, word in [("PRESS_HOME", "Home"), ("PRESS_ENTER", "Enter"), ("WAIT", "Wait"),
+                           ("COMPLETE", "Complete"), ("IMPOSSIBLE", "Impossible")]:
+            page.locator("#edit-type").select_option(kind)
+            expect(page.locator("#edit-mark text")).to_contain_text(word)
+            drawn = page.evaluate(CONTRAST_JS, "#edit-mark")
+            assert word in drawn["label"] and drawn["contrast"] >= 4.5 and drawn["inside"], (kind, drawn)
+        page.get_by_role("button", name="Cancel", exact=True).click()
+
+        # Abort asks first (issue 15, item 4): cancelling the question changes nothing.
+        asked: list[str] = []
+        page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+        page.get_by_role("button", name="Abort", exact=True).click()
+        expect(page.locator("#task-status")).to_have_text("waiting operator")
+        assert asked and "Abort" in asked[0]
+        page.once("dialog", lambda d: d.accept("There is no 'Flurb' in Coffee."))
+        page.get_by_role("button", name="Abort", exact=True).click()
+        expect(page).to_have_url(kairos_server.url + "/console/")
+        _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+        assert detail["status"] == "aborted"
+        # The task's page says who stopped it and why.
+        page.goto(f"{kairos_server.url}/tasks/{task['id']}/")
+        expect(page.locator("#task-now")).to_have_text(
+            "You stopped this task. Reason: There is no 'Flurb' in Coffee.")
+        expect(page.locator("#chat li.from-system").last).to_contain_text(
+            "Reason: There is no 'Flurb' in Coffee.")
+    finally:
+        kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
+
+
+def test_a_question_reaches_operators_only_after_the_timeout_and_the_users_answer_wins(
+        login, kairos_server, operator_token):
+    """Issue 15, item 5. The test server's KAIROS_CLARIFICATION_TIMEOUT is 8 s."""
+    user = login("user")
+    user.goto(kairos_server.url + "/tasks/")
+    instruction = f"Order a medium hot latte [{uuid.uuid4().hex[:6]}]"
+    user.fill("textarea[name=instruction]", instruction)
+    user.select_option("select[name=device]", label="sim-3")  # left with an order placed
+    user.fill("input[name=threshold]", "0")
+    user.click("button:has-text('Start task')")
+    question = user.locator("#chat li.from-agent", has_text="sweetness")
+    expect(question).to_be_visible(timeout=30_000)
+    task_id = user.url.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        # Before the timeout the question is the user's alone: not in the operators' queue,
+        # neither on a fresh console page nor from its catch-up list.
+        console = login("operator")
+        console.goto(kairos_server.url + "/console/")
+        expect(console.locator("#queue-live")).to_have_class(re.compile(r"\bon\b"))
+        shown = console.locator("#queue tbody tr", has_text=instruction[:59]).count()
+        _, tickets = kairos_server.api("GET", f"/api/tasks/{task_id}", operator_token)
+        asked = next(t for t in tickets["tickets"] if t["kind"] == "clarification")
+        if asked["escalated"]:
+            pytest.fail("the machine was too slow to look before the 8 s timeout")
+        assert shown == 0
+
+        # After it, the question arrives live, marked as escalated.
+        row = queue_row(console, {"instruction": instruction})
+        expect(row).to_contain_text("Unanswered question")
+        row.locator("a").click()
+        expect(console.locator("#escalated")).to_contain_text("escalated to operators")
+        # A question has no proposal to approve or edit: the key hints say so.
+        expect(console.locator("#key-hints")).not_to_contain_text("approve")
+        expect(console.locator("#key-hints")).to_contain_text("take over")
+
+        # The user answers first: the operator sees who answered, not "held by user".
+        user.locator("#chat li.from-agent", has_text="sweetness").get_by_role(
+            "button", name="Less sweet").click()
+        expect(console.locator("#holder")).to_contain_text(
+            "Answered by the user: “Less sweet”")
+        expect(console.get_by_role("button", name="Answer", exact=True)).to_be_hidden()
+    finally:
+        kairos_server.api("POST", f"/api/tasks/{task_id}/abort", operator_token)
+
+
+def test_the_console_tells_what_waits_and_the_ticket_shows_the_users_side(
+        login, kairos_server, operator_token):
+    """Issue 15, item 7: tab title count, tiles naming their task, the user's chat, a
+    link to the task and a way to write to the user."""
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    expect(page.locator("#queue-live")).to_have_class(re.compile(r"\bon\b"))
+    # The end user's own task, so that the operator writes to someone else.
+    status, task = kairos_server.api("POST", "/api/tasks", kairos_server.token("user"), {
+        "instruction": f"Set an alarm for 9:10 in Clock [{uuid.uuid4().hex[:6]}]",
+        "device": "sim-1", "threshold": 5})
+    assert status == 201, task
+    try:
+        _the_console_tells_what_waits(page, kairos_server, operator_token, task)
+    finally:
+        kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
+
+
+def _the_console_tells_what_waits(page, kairos_server, operator_token, task) -> None:
+    row = queue_row(page, task)
+    waiting = page.locator("#queue tbody tr:not(.held):not(.mine)").count()
+    expect(page).to_have_title(re.compile(rf"^\({waiting}\) "))
+    tile = page.locator('.device-tile[data-device-name="sim-1"] .device-task')
+    expect(tile).to_contain_text("Set an alarm for 9:10")
+
+    row.locator("a").click()
+    expect(page.locator("#task-link")).to_have_attribute("href", f"/tasks/{task['id']}/")
+    page.fill("#message-text", "Hello from support, I am looking at your task.")
+    page.get_by_role("button", name="Send to user").click()
+    expect(page.locator("#chat li.from-operator")).to_contain_text("Hello from support")
+    _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+    said = [m for m in detail["messages"] if m["text"].startswith("Hello from support")]
+    assert said and said[0]["sender"] == "operator"
+
+
+def test_an_idle_claim_goes_back_to_the_queue(login, kairos_server, operator_token,
+                                             task_factory):
+    """Issue 15, item 2: the page releases a claim nobody works on. The server's timeout
+    (KAIROS_CLAIM_TIMEOUT, 300 s) is shortened to 2 s in this page's HTML only."""
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    task = task_factory()
+    row = queue_row(page, task)
+    ticket_id = row.get_attribute("data-ticket-id")
+
+    def short_timeout(route: Any) -> None:
+        response = route.fetch()
+        body = response.text().replace('data-claim-timeout="300"', 'data-claim-timeout="2"')
+        assert 'data-claim-timeout="2"' in body
+        route.fulfill(response=response, body=body)
+
+    page.route(re.compile(rf"/console/tickets/{ticket_id}/$"), short_timeout)
+    row.locator("a").click()
+    page.get_by_role("button", name="Claim", exact=True).click()
+    expect(page.locator("#holder")).to_contain_text("held by you")
+    # Nobody touches the page: the claim lapses and the ticket is open again.
+    expect(page.locator("#holder")).to_contain_text("Ticket open")
+    expect(page.locator("#flash")).to_contain_text("Released after 2 s without activity")
+    _, ticket = kairos_server.api("GET", f"/api/tickets/{ticket_id}", operator_token)
+    assert ticket["status"] == "open" and ticket["assignee"] is None

@@ -40,3 +40,41 @@ def test_operators_see_the_console_and_admins_the_review(client, demo):
     client.force_login(demo["admin"])
     page = client.get("/review/").content.decode()
     assert 'href="/review/"' in page and "Handoffs" in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_only_an_admin_reassigns_a_ticket_and_only_to_an_operator(client, demo, scripted,
+                                                                   inline_steps):
+    from agents import services
+    from agents.backends.base import Proposal
+    from agents.models import Ticket
+    from devices.actions import Action
+    from devices.models import Device
+
+    scripted([lambda ctx: Proposal(Action("PRESS_HOME"), confidence=1.0)])
+    services.create_task(demo["user"], Device.objects.get(name="sim-1"), "Go home",
+                         backend="scripted")
+    inline_steps.drain()
+    ticket = Ticket.objects.get()
+    services.claim_ticket(ticket, demo["operator"])
+    url = f"/console/tickets/{ticket.id}/act"
+
+    client.force_login(demo["operator"])  # an operator may not take it from another
+    page = client.post(url, {"decision": "reassign", "assignee": "operator"}, follow=True)
+    assert "only admins reassign tickets" in page.content.decode()
+    client.force_login(demo["admin"])
+    page = client.post(url, {"decision": "reassign", "assignee": "user"}, follow=True)
+    assert "tickets can only be given to an operator" in page.content.decode()
+    page = client.post(url, {"decision": "reassign", "assignee": "nobody"}, follow=True)
+    assert "tickets can only be given to an operator" in page.content.decode()
+    ticket.refresh_from_db()
+    assert ticket.assignee == demo["operator"]  # nothing changed
+
+    page = client.post(url, {"decision": "reassign", "assignee": "admin"}, follow=True)
+    assert "Ticket given to admin" in page.content.decode()
+    ticket.refresh_from_db()
+    assert ticket.assignee == demo["admin"]
+    assert client.get(f"/console/tickets/{ticket.id}/").content.decode().count(
+        'id="reassign"') == 1  # admins see the form
+    client.force_login(demo["operator"])
+    assert 'id="reassign"' not in client.get(f"/console/tickets/{ticket.id}/").content.decode()

@@ -12,6 +12,18 @@ pytestmark = pytest.mark.browser
 LATTE = "Order a medium hot latte"
 
 
+def approve_the_order(server, task_id: str) -> None:
+    """"Place order" spends money: the sensitive-action policy sends it to an operator
+    whatever the confidence (docs/safety.md); an operator approves it over the API."""
+    operator = server.token("operator")
+    code, queue = server.api("GET", "/api/tickets?status=open", operator)
+    ticket = next(t for t in queue if t["task"] == task_id)
+    assert code == 200 and ticket["reason"] == "sensitive_action"
+    code, _ = server.api("POST", f"/api/tickets/{ticket['id']}/resolve", operator,
+                         {"decision": "approve"})
+    assert code == 200
+
+
 def start_task(page, server, device: str) -> str:
     page.goto(server.url + "/tasks/")
     page.fill("textarea[name=instruction]", LATTE)
@@ -29,7 +41,7 @@ def test_the_user_answers_the_question_with_a_quick_reply_and_sees_the_order_suc
     page = login("user")
     dialogs: list[str] = []
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    start_task(page, kairos_server, "sim-1")
+    task_id = start_task(page, kairos_server, "sim-1")
 
     status = page.locator("#task-status")
     question = page.locator("#chat li.from-agent", has_text="sweetness")
@@ -44,6 +56,9 @@ def test_the_user_answers_the_question_with_a_quick_reply_and_sees_the_order_suc
     question.get_by_role("button", name="Less sweet").click()
 
     expect(page.locator("#chat li.from-user", has_text="Less sweet")).to_be_visible()
+    expect(status).to_have_text("Waiting for an operator", timeout=30_000)
+    expect(page.locator("#task-now")).to_have_text("An operator is checking the next step.")
+    approve_the_order(kairos_server, task_id)
     expect(status).to_have_text("Succeeded", timeout=30_000)
     expect(page.locator("#task-now")).to_have_text("Finished.")
     expect(page.locator("#steps")).to_contain_text("Place order")
@@ -52,26 +67,24 @@ def test_the_user_answers_the_question_with_a_quick_reply_and_sees_the_order_suc
         expect(page.get_by_role("button", name=control)).to_have_count(0)
     save_screenshot(page, "task-succeeded")
 
-    # Free text after the end: HTML stays text and runs nothing.
-    evil = '<img src=x onerror="alert(1)"><b>bold?</b>'
-    page.fill("#chat-text", evil)
-    page.click("#chat-form button[type=submit]")
-    mine = page.locator("#chat li.from-user").last
-    expect(mine).to_contain_text(evil)
-    expect(page.locator("#chat img, #chat li.from-user b:has-text('bold?')")).to_have_count(0)
-    expect(page.locator("#chat-text")).to_have_value("")
-
-    # Too long: a clear error and the text is kept for editing.
-    page.fill("#chat-text", "x" * 5000)
-    page.click("#chat-form button[type=submit]")
-    expect(page.locator("#chat-error")).to_contain_text("at most 2000")
-    expect(page.locator("#chat-text")).to_have_value("x" * 5000)
+    # The task is over: the chat is closed, and the agent says how it went.
+    expect(page.locator("#chat li.from-system").last).to_contain_text("Done in")
+    expect(page.locator("#chat-text")).to_be_disabled()
     assert dialogs == []
 
-    # A finished task streams no screen: the empty image stays hidden, not an empty box.
+    # After a reload the page shows the phone's final screen, and a step's thumbnail
+    # opens its full-size screenshot.
     page.reload()
-    expect(page.locator("#live-screen-note")).to_have_text("The task has finished.")
+    expect(page.locator("#live-screen-note")).to_contain_text("The screen when the task ended")
+    expect(page.locator("#final-screen")).to_be_visible()
     expect(page.locator("#live-screen")).to_be_hidden()
+    assert page.evaluate("document.getElementById('final-screen').naturalWidth") > 0
+    thumb = page.locator("#steps li a.thumb-link").first
+    with page.context.expect_page() as opened:
+        thumb.click()
+    full = opened.value
+    full.wait_for_load_state()
+    assert full.evaluate("document.images[0].naturalWidth") >= 4 * 48  # not the thumbnail
 
 
 def test_an_unanswered_question_goes_to_the_operators_and_their_answer_shows_in_the_chat(
@@ -83,20 +96,26 @@ def test_an_unanswered_question_goes_to_the_operators_and_their_answer_shows_in_
     question = page.locator("#chat li.from-agent", has_text="sweetness")
     expect(question).to_be_visible(timeout=30_000)
 
-    # The server's KAIROS_CLARIFICATION_TIMEOUT is 3 s in the tests.
+    # The server's KAIROS_CLARIFICATION_TIMEOUT is 8 s in the tests.
     expect(page.locator("#chat li.from-system")).to_contain_text(
-        "an operator has been asked", timeout=20_000)
+        "an operator has been asked", timeout=30_000)
     operator = kairos_server.token("operator")
     code, queue = kairos_server.api("GET", "/api/tickets?status=open", operator)
     ticket = next(t for t in queue if t["task"] == task_id)
     assert code == 200 and ticket["kind"] == "clarification" and ticket["escalated"]
 
+    # HTML in a message stays text and runs nothing.
+    evil = '<img src=x onerror="alert(1)"><b>bold?</b>'
     code, _ = kairos_server.api("POST", f"/api/tickets/{ticket['id']}/resolve", operator,
-                                {"decision": "answer", "answer": "Less sweet"})
+                                {"decision": "answer", "answer": f"Less sweet {evil}"})
     assert code == 200
 
     expect(page.locator("#chat li.from-operator")).to_contain_text(
-        "An operator answered for you: Less sweet")
+        f"An operator answered for you: Less sweet {evil}")
+    expect(page.locator("#chat img, #chat b:has-text('bold?')")).to_have_count(0)
+    expect(page.locator("#task-status")).to_have_text("Waiting for an operator",
+                                                      timeout=30_000)
+    approve_the_order(kairos_server, task_id)
     expect(page.locator("#task-status")).to_have_text("Succeeded", timeout=30_000)
     save_screenshot(page, "task-escalated")
 
@@ -115,3 +134,181 @@ def test_an_end_user_cannot_open_someone_elses_task(login, kairos_server):
     page.goto(kairos_server.url + "/tasks/")
     assert page.locator(f"[data-task-id='{task['id']}']").count() == 0
     kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator)
+
+
+def test_abort_asks_first_and_the_page_then_says_who_stopped_the_task(login, kairos_server):
+    """Issue 15, items 4 and 8."""
+    from playwright.sync_api import expect
+
+    page = login("user")
+    start_task(page, kairos_server, "sim-2")
+    expect(page.locator("#task-status")).to_have_text("Waiting for your answer", timeout=30_000)
+    asked: list[str] = []
+    page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+    page.get_by_role("button", name="Abort", exact=True).click()
+    assert asked and "Abort" in asked[0]
+    expect(page.locator("#task-status")).to_have_text("Waiting for your answer")
+
+    # Too long: a clear error and the text is kept for editing.
+    page.fill("#chat-text", "x" * 5000)
+    page.click("#chat-form button[type=submit]")
+    expect(page.locator("#chat-error")).to_contain_text("at most 2000")
+    expect(page.locator("#chat-text")).to_have_value("x" * 5000)
+
+    page.once("dialog", lambda d: d.accept())
+    page.get_by_role("button", name="Abort", exact=True).click()
+    expect(page.locator("#task-status")).to_have_text("Aborted")
+    expect(page.locator("#task-now")).to_contain_text("You stopped this task")
+    expect(page.locator("#chat li.from-system").last).to_contain_text("You stopped this task")
+    expect(page.locator("#steps li").last).not_to_contain_text("Asking you a question")
+    expect(page.locator("#chat-text")).to_be_disabled()
+
+
+def test_on_a_phone_the_pages_fit_and_the_task_list_is_live(browser, kairos_server):
+    """Issue 15, item 10, at 390 px wide."""
+    from playwright.sync_api import expect
+
+    from tests.frontend.conftest import PASSWORD
+
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    try:
+        page = context.new_page()
+        # A wrong password keeps the username for the second try.
+        page.goto(kairos_server.url + "/login/")
+        page.fill("input[name=username]", "user")
+        page.fill("input[name=password]", "wrong")
+        page.click("button[type=submit]")
+        expect(page.locator("p.error")).to_be_visible()
+        expect(page.locator("input[name=username]")).to_have_value("user")
+        page.fill("input[name=password]", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(re.compile(r"/tasks/$"))
+
+        # The instruction's limit is shown as you type, not enforced by silent cutting.
+        box = page.locator("textarea[name=instruction]")
+        sentence = "Book me a flight to Paris. "  # no app fits: the agent asks a person
+        box.fill(sentence * 80)
+        expect(page.locator("#instruction-count")).to_contain_text(
+            f"{len(sentence) * 80 - 2000} too many")
+        expect(page.get_by_role("button", name="Start task")).to_be_disabled()
+        long = (sentence * (2000 // len(sentence))).strip()
+        box.fill(long)
+        expect(page.locator("#instruction-count")).to_contain_text(f"{len(long)} / 2000")
+        page.select_option("select[name=device]", label="sim-2")
+        page.fill("input[name=threshold]", "5")
+        page.get_by_role("button", name="Start task").click()
+        page.wait_for_url(re.compile(r"/tasks/[0-9a-f-]{36}/$"))
+        task_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+
+        # The task page fits the phone: no sideways scrolling, the instruction is not a
+        # giant heading, and the chat comes before the list of steps.
+        expect(page.locator("#task-instruction")).to_contain_text(sentence.strip())
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        size = page.locator("#task-instruction").evaluate("e => parseFloat(getComputedStyle(e).fontSize)")
+        assert size <= 17, size
+        assert page.locator("#task-instruction").bounding_box()["height"] <= 200
+        chat_top = page.locator("#chat-form").bounding_box()["y"]
+        steps_top = page.locator("#steps").bounding_box()["y"]
+        assert chat_top < steps_top and chat_top < 844 * 1.2, (chat_top, steps_top)
+        save_screenshot(page, "task-390px")
+
+        # The task list fits too, says when in real words, and follows the task live.
+        page.goto(kairos_server.url + "/tasks/")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        row = page.locator(f"tr[data-task-id='{task_id}']")
+        expect(row.locator(".age")).to_have_text(re.compile(r"^(just now|\d+ s ago|1 min ago)$"))
+        expect(row.locator(".status")).not_to_have_text("Aborted")
+        operator = kairos_server.token("operator")
+        code, _ = kairos_server.api("POST", f"/api/tasks/{task_id}/abort", operator)
+        assert code == 200
+        expect(row.locator(".status")).to_have_text("Aborted")
+    finally:
+        context.close()
+
+
+def test_the_step_list_says_only_true_things(login, kairos_server):
+    """Issue 15, item 9: approved steps, a step replaced by a take-over, a TYPE that
+    failed and an abort each read as what happened."""
+    from playwright.sync_api import expect
+
+    import uuid
+
+    from devices.actions import Action
+
+    user, operator = kairos_server.token("user"), kairos_server.token("operator")
+    console = login("operator")
+    console.goto(kairos_server.url + "/console/")
+    instruction = f"Set an alarm for 6:50 in Clock [{uuid.uuid4().hex[:6]}]"
+    code, task = kairos_server.api("POST", "/api/tasks", user, {
+        "instruction": instruction, "device": "sim-1", "threshold": 5})
+    assert code == 201, task
+    tid = task["id"]
+
+    def open_ticket(after: str = "") -> dict:
+        """The task's next ticket, awaited in the operator's live queue."""
+        rows = console.locator("#queue tbody tr[data-ticket-id]", has_text=instruction)
+        if after:
+            rows = rows.locator(f"xpath=self::*[not(@data-ticket-id='{after}')]")
+        expect(rows.first).to_be_visible(timeout=30_000)
+        ticket_id = rows.first.get_attribute("data-ticket-id")
+        return kairos_server.api("GET", f"/api/tickets/{ticket_id}", operator)[1]
+
+    try:
+        first = open_ticket()
+        assert kairos_server.api("POST", f"/api/tickets/{first['id']}/resolve", operator,
+                                 {"decision": "approve"})[0] == 200
+        second = open_ticket(after=first["id"])
+        assert kairos_server.api("POST", f"/api/tickets/{second['id']}/resolve", operator,
+                                 {"decision": "takeover"})[0] == 200
+        # A row named only by its id ("thread_mom") is tapped: it reads by its caption.
+        from devices.host import LocalDeviceClient, build_sim_host
+
+        offline = LocalDeviceClient(build_sim_host(["offline"]))
+        offline.perform("offline", Action("OPENAPP", app="Messages"))
+        row = next(n for n in offline.observe("offline").nodes
+                   if n.resource_id.endswith("thread_mom"))
+        mom = {"type": "CLICK", "x": row.center[0], "y": row.center[1]}
+        for action in ({"type": "OPENAPP", "app": "Messages"}, mom, {"type": "PRESS_HOME"},
+                       {"type": "TYPE", "text": "hello there"}):
+            code, body = kairos_server.api("POST", f"/api/tasks/{tid}/input", operator,
+                                           {"action": action})
+            assert code == 200, body
+        assert kairos_server.api("POST", f"/api/tasks/{tid}/abort", operator)[0] == 200
+
+        page = login("user")
+        page.goto(f"{kairos_server.url}/tasks/{tid}/")
+        steps = page.locator("#steps li")
+        expect(steps.nth(first["step"])).to_contain_text("by the agent, approved by an operator")
+        expect(steps.nth(second["step"])).to_contain_text("Handed to an operator")
+        expect(steps.nth(second["step"])).not_to_contain_text("stopped")
+        expect(page.locator("#steps")).to_contain_text("Went to the home screen by an operator")
+        expect(page.locator("#steps")).to_contain_text("Tapped “Mom” by an operator")
+        expect(page.locator("#steps")).not_to_contain_text("thread mom")
+        expect(steps.last).to_contain_text("Tried: typed “hello there” — it did not work")
+        expect(page.locator("#steps")).not_to_contain_text("Waiting for a person")
+        expect(page.locator("#task-now")).to_have_text("An operator (operator) stopped this task.")
+    finally:
+        kairos_server.api("POST", f"/api/tasks/{tid}/abort", operator)
+
+
+def test_a_failed_task_says_why(login, kairos_server):
+    """Issue 15, item 8: the agent's reason, not only "Could not finish."."""
+    from playwright.sync_api import expect
+
+    page = login("user")
+    page.goto(kairos_server.url + "/tasks/")
+    page.fill("textarea[name=instruction]", "Book me a flight to Paris")
+    page.select_option("select[name=device]", label="sim-4")  # at the home screen
+    page.fill("input[name=threshold]", "0")
+    page.click("button:has-text('Start task')")
+    expect(page.locator("#task-status")).to_have_text("Failed", timeout=30_000)
+    expect(page.locator("#task-now")).to_contain_text("No installed app fits the goal")
+    expect(page.locator("#chat li.from-system").last).to_contain_text(
+        "Could not finish after 1 step: the agent believes this cannot be done")
+    expect(page.locator("#steps li").last).to_contain_text("Gave up")
+    page.reload()
+    expect(page.locator("#task-now")).to_contain_text("No installed app fits the goal")
+    expect(page.locator("#final-screen")).to_be_visible()
+    expect(page.locator("#live-screen-note")).to_contain_text("The screen when the task ended")
+    expect(page.locator("#task-now")).not_to_contain_text("..")
+    save_screenshot(page, "task-failed")

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-BENCHES = ("observe", "loop", "tickets", "stream", "tokens")
+BENCHES = ("observe", "loop", "tickets", "stream", "tokens", "review")
 
 # The count in each bench's result that says how much it measured; 0 (or missing) fails.
 MEASURED = {"observe": "samples", "loop": "steps", "tickets": "samples", "stream": "frames",
@@ -21,7 +21,7 @@ MEASURED = {"observe": "samples", "loop": "steps", "tickets": "samples", "stream
 
 # Short runs for CI: enough to prove the bench measures something, not to time it.
 SMOKE = {"observe": {"samples": 5}, "loop": {"samples": 3}, "tickets": {"samples": 2},
-         "stream": {"seconds": 1.0}, "tokens": {}}
+         "stream": {"seconds": 1.0}, "tokens": {}, "review": {}}
 
 
 def nothing_measured(name: str, result: dict[str, Any]) -> str | None:
@@ -39,8 +39,8 @@ def nothing_measured(name: str, result: dict[str, Any]) -> str | None:
 
 
 class Command(BaseCommand):
-    help = ("Benchmarks: observe, loop, tickets, stream (--viewers N, --device NAME), tokens. "
-            "Exits non-zero when a bench measured nothing.")
+    help = ("Benchmarks: observe, loop, tickets, stream (--viewers N, --device NAME), tokens, "
+            "review. Exits non-zero when a bench measured nothing.")
 
     def add_arguments(self, parser):
         parser.add_argument("name", choices=BENCHES)
@@ -52,8 +52,20 @@ class Command(BaseCommand):
         parser.add_argument("--samples", type=int, default=None, help="how many measurements")
         parser.add_argument("--seconds", type=float, default=None,
                             help="stream: how long to measure (default 5)")
+        parser.add_argument("--errands", default=None,
+                            help="observe: time the oracle on this suite's multi-app tasks "
+                                 "(default: every bundled one)")
+        parser.add_argument("--steps", type=int, default=100_000,
+                            help="review: steps to seed (default 100,000)")
+        parser.add_argument("--tickets", type=int, default=20_000,
+                            help="review: tickets to seed (default 20,000)")
         parser.add_argument("--smoke", action="store_true",
-                            help="a short run that only proves the bench measures something")
+                            help="a short run that only proves the bench measures something "
+                                 "(review: 600 steps, 120 tickets)")
+        parser.add_argument("--keep", action="store_true",
+                            help="review: leave the seeded log in the database")
+        parser.add_argument("--reuse", action="store_true",
+                            help="review: measure the log a --keep run left (no new seed)")
 
     def handle(self, *args, name: str, **opts):
         if opts["smoke"]:
@@ -81,11 +93,24 @@ class Command(BaseCommand):
             return {"bench": "observe", **bench_adb_observe(**({"samples": samples}
                                                               if samples else {}))}
         if name == "observe":
-            from devices.sim.bench import bench_observe
+            from devices.sim import SimLoadError
+            from devices.sim.bench import bench_observe, errand_tasks
 
-            return {"bench": "observe", **bench_observe(
-                **({"samples": samples} if samples else {}),
-                **({"oracle": False} if opts["smoke"] else {}))}
+            if samples is not None and samples < 1:
+                raise CommandError("--samples must be at least 1")
+            try:
+                if opts["errands"] and not errand_tasks(opts["errands"]):
+                    raise CommandError(f"no task of {opts['errands']} spans two apps: "
+                                       "no errand was timed")
+                result = bench_observe(**({"samples": samples} if samples else {}),
+                                       errands=opts["errands"],
+                                       oracle=not opts["smoke"] or bool(opts["errands"]))
+            except (SimLoadError, LookupError) as exc:
+                raise CommandError(str(exc)) from None
+            if opts["errands"] and not result["oracle_errands"]:
+                raise CommandError(f"no task of {opts['errands']} spans two apps: "
+                                   "no errand was timed")
+            return {"bench": "observe", **result}
         if name == "loop":
             from agents.bench import bench_loop
 
@@ -96,6 +121,8 @@ class Command(BaseCommand):
             if opts["smoke"]:
                 return bench_tokens(suites=("toggles",), tasks=["dnd_on"])
             return bench_tokens()
+        if name == "review":
+            return self._review(opts)
         if name in ("tickets", "stream"):
             from devices import bench_stream
 
@@ -114,3 +141,18 @@ class Command(BaseCommand):
             except bench_stream.NothingToMeasure as exc:
                 raise CommandError(str(exc)) from exc
         raise CommandError(f"unknown benchmark '{name}'")
+
+    def _review(self, opts) -> dict:
+        from frontend.review.bench import bench_review
+
+        steps, tickets = (600, 120) if opts["smoke"] else (opts["steps"], opts["tickets"])
+        if steps < 30 or tickets < 1:
+            raise CommandError("--steps must be at least 30 and --tickets at least 1")
+        result = bench_review(steps=steps, tickets=tickets, keep=opts["keep"],
+                              reuse=opts["reuse"],
+                              samples=opts["samples"] or (3 if opts["smoke"] else 15))
+        if not result["log_rows_by_filter"].get("none") or not result["replay_steps"] \
+                or not result["export_records"] or not result["export_samples"] \
+                or not result["export_images"]:
+            raise CommandError(f"bench review measured nothing: {json.dumps(result)}")
+        return result

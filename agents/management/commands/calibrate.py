@@ -1,5 +1,19 @@
 """Fit a confidence calibration from this installation's labelled steps (docs/models.md).
 
+Evidence calibrator (issue 12), what the gate uses by default:
+
+    calibrate --backend NAME --from PROBE.jsonl [--from …] [--from-logs]
+              [--target-ap 0.95] [--out FILE] [--json]
+
+fits evidence → P(right) (``agents.calibration.fit``) on probe records and, with
+``--from-logs``, on resolved handoffs (approve = right, edit / take over = wrong, abort
+left out); also fits one variant per probed suite without that suite and the apps only it
+brings (leave-one-app-out, for ``evaluate --calibrated``); writes the artefact (default
+``var/calibrators/<backend>.json``, which the installation then loads) and prints its
+version, ECE in and out of sample and the suggested γ.
+
+Raw-score calibration (the openai backend's ``KAIROS_LLM_CALIBRATION``):
+
     calibrate [--backend NAME] [--model M] [--estimator E] [--suite NAME ...]
               [--no-history] [--method isotonic|binned] [--target 0.95]
               [--out var/calibration.json] [--min-pairs 20] [--json]
@@ -40,7 +54,15 @@ class Command(BaseCommand):
                             help="ignore the tickets in the database (use --suite runs only)")
         parser.add_argument("--max-steps", type=int, default=30, help="per evaluation episode")
         parser.add_argument("--method", choices=("isotonic", "binned"), default="isotonic")
-        parser.add_argument("--target", type=float, default=0.95,
+        parser.add_argument("--from", dest="from_files", action="append", default=[],
+                            metavar="FILE", help="probe records (JSON lines from manage.py "
+                            "probe) to fit the evidence calibrator on (repeatable)")
+        parser.add_argument("--from-logs", action="store_true",
+                            help="fit the evidence calibrator on resolved handoffs too")
+        parser.add_argument("--cross-fit", action="store_true",
+                            help="fit the isotonic layer on scores from models fitted without "
+                            "each suite (more conservative; see agents/calibration/fit.py)")
+        parser.add_argument("--target", "--target-ap", type=float, default=0.95,
                             help="autonomy precision γ must reach (default 0.95)")
         parser.add_argument("--out", help="where to write the JSON (default var/calibration.json)")
         parser.add_argument("--min-pairs", type=int, default=20,
@@ -56,6 +78,8 @@ class Command(BaseCommand):
             raise CommandError("--no-history leaves nothing to fit on without --suite")
         if opts["max_steps"] < 1:
             raise CommandError("--max-steps must be at least 1")
+        if opts["from_files"] or opts["from_logs"]:
+            return self.fit_evidence(opts)
 
         pairs: list[data.LabelledPair] = []
         if not opts["no_history"]:
@@ -145,3 +169,135 @@ class Command(BaseCommand):
                 f"(target {opts['target']:g})")
         self.stdout.write(f"wrote {out}; the openai backend uses it with "
                           f"KAIROS_LLM_CALIBRATION={out}")
+
+    # --- the evidence calibrator (issue 12) -------------------------------------------
+
+    def fit_evidence(self, opts) -> None:
+        from agents.calibration import fit
+
+        backend = (opts["backend"] or "").strip().lower()
+        if not backend:
+            raise CommandError("--backend is needed: a calibrator belongs to one backend")
+        records = []
+        for path in opts["from_files"]:
+            records.extend(_read_records(path, backend))
+        if opts["from_logs"]:
+            records.extend(data.ticket_evidence_records(backend=backend))
+        samples = fit.labelled_from_records(records)
+        if len(samples) < opts["min_pairs"]:
+            raise CommandError(
+                f"too little data: {len(samples)} labelled steps with evidence for backend "
+                f"'{backend}' (at least {opts['min_pairs']} needed); run manage.py probe "
+                "--backend NAME, or resolve more handoffs")
+        suites = sorted({s.suite for s in samples if s.suite and s.suite != "logs"})
+        created = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        try:
+            calibrator = fit.fit_calibrator(samples, backend, min_samples=opts["min_pairs"],
+                                            cross_fit=opts["cross_fit"], meta={
+                "created_at": created, "suites": suites, "from_logs": bool(opts["from_logs"]),
+                "steps": len(samples)})
+            calibrator.unseen_app_p = fit.unseen_app_precision(
+                samples, backend, min_samples=opts["min_pairs"], cross_fit=opts["cross_fit"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        out_of_sample: list[tuple[float, bool]] = []
+        for suite in suites:
+            fitting, judged = fit.held_out_split(samples, suite, _own_apps(suite, samples))
+            try:
+                variant = fit.fit_calibrator(fitting, backend, min_samples=opts["min_pairs"],
+                                             cross_fit=opts["cross_fit"],
+                                             meta={"created_at": created, "held_out": suite,
+                                                   "steps": len(fitting)})
+                variant.unseen_app_p = fit.unseen_app_precision(
+                    fitting, backend, min_samples=opts["min_pairs"],
+                    cross_fit=opts["cross_fit"])
+            except ValueError as exc:
+                # Too little left without this suite: it has no out-of-sample variant, and
+                # evaluate --calibrated judges it with the full calibrator (in sample).
+                self.stderr.write(f"no out-of-sample variant without {suite}: {exc}")
+                continue
+            calibrator.held_out[suite] = variant.to_json()
+            out_of_sample.extend(fit.calibrated_pairs(variant, judged))
+        in_sample = fit.calibrated_pairs(calibrator, samples)
+        ece_in = fit.expected_calibration_error(in_sample)
+        ece_out = fit.expected_calibration_error(out_of_sample)
+        from agents.calibration.calibrator import probability_to_score
+
+        # γ is suggested from the out-of-sample judgements when there are any: that is
+        # how the calibrator will meet apps it was not fitted on.
+        basis = out_of_sample or in_sample
+        suggestion = fit.suggest_gamma([(probability_to_score(p), r) for p, r in basis],
+                                       opts["target"])
+        calibrator.meta.update(ece_in_sample=ece_in, ece_out_of_sample=ece_out,
+                               suggested_gamma=suggestion.gamma, target_ap=opts["target"])
+        out = Path(opts["out"]) if opts["out"] else (
+            Path(settings.VAR_DIR) / "calibrators" / f"{backend}.json")
+        try:
+            calibrator.save(out)
+        except OSError as exc:
+            raise CommandError(f"cannot write {out}: {exc.strerror}") from None
+        summary = {
+            "out": str(out), "version": calibrator.version, "backend": backend,
+            "steps": len(samples), "suites": suites, "ece_in_sample": ece_in,
+            "ece_out_of_sample": ece_out, "target_ap": opts["target"],
+            "unseen_app_p": calibrator.unseen_app_p,
+            "suggested_gamma": suggestion.gamma, "autonomy_precision": suggestion.precision,
+            "wilson_lower": suggestion.lower_bound,
+            "interventions_per_step": suggestion.interventions_per_step,
+            "reliability_out_of_sample": fit.reliability_bins(out_of_sample),
+        }
+        if opts["json"]:
+            self.stdout.write(json.dumps(summary))
+            return
+        self.stdout.write(f"calibrator {calibrator.version}: {len(samples)} labelled steps "
+                          f"({len(suites)} suites{', handoffs' if opts['from_logs'] else ''})")
+        self.stdout.write(f"ECE in sample {_pct(ece_in)}, out of sample (leave-one-app-out) "
+                          f"{_pct(ece_out)}")
+        if calibrator.unseen_app_p is not None:
+            self.stdout.write(f"on an app it was not fitted on, a step is capped at P(right) "
+                              f"{calibrator.unseen_app_p:.3f} (measured leaving each app out)")
+        if suggestion.gamma is None:
+            self.stdout.write(f"no γ reaches autonomy precision {opts['target']:g} (Wilson lower "
+                              "bound) on this data: keep asking at every step")
+        else:
+            self.stdout.write(
+                f"suggested γ = {suggestion.gamma:g} for autonomy precision {opts['target']:g}: "
+                f"{suggestion.acting} steps act alone, right {suggestion.precision:.1%} "
+                f"(Wilson lower bound {suggestion.lower_bound:.1%}); expect "
+                f"{suggestion.interventions_per_step:.0%} of steps to ask a person")
+        self.stdout.write(f"wrote {out}")
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _read_records(path: str, backend: str) -> list[dict]:
+    records = []
+    try:
+        handle = open(path)
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror}") from None
+    with handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CommandError(f"{path} line {number}: not JSON ({exc.msg})") from None
+            if not isinstance(record, dict):
+                raise CommandError(f"{path} line {number}: a record is a JSON object")
+            if str(record.get("backend", backend)).lower() == backend:
+                records.append(record)
+    return records
+
+
+def _own_apps(suite: str, samples) -> set[str]:
+    """Packages the suite's steps visit that no bundled app provides: the apps only it
+    (and other held-out suites) bring, left out of its leave-one-app-out fit."""
+    from devices.sim import bundled_apps
+
+    bundled = {app.package for app in bundled_apps().apps}
+    bundled |= {"com.android.launcher3", "com.android.permissioncontroller", "android"}
+    return {s.app for s in samples if s.suite == suite and s.app and s.app not in bundled}

@@ -4,10 +4,13 @@ from __future__ import annotations
 import json
 import sys
 
+from pathlib import Path
+
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from agents.evaluation import evaluate_suite, format_table
-from agents.plot import gamma_plot_svg
+from agents.evaluation import EpisodeFailed, evaluate_suite, format_table
+from agents.plot import gamma_plot_svg, reliability_plot_svg
 
 
 def parse_thresholds(text: str) -> list[float]:
@@ -48,8 +51,21 @@ class Command(BaseCommand):
         parser.add_argument("--operator", choices=("oracle",), default="oracle")
         parser.add_argument("--jobs", type=int, default=1)
         parser.add_argument("--max-steps", type=int, default=30)
+        parser.add_argument("--oracle-budget", type=int, default=None,
+                            help="states the oracle may search from one state before it calls "
+                                 "it a dead end (default: KAIROS_ORACLE_BUDGET, 50000)")
         parser.add_argument("--json", dest="json_out", help="write the JSON result to this file")
-        parser.add_argument("--plot", help="write an SVG of TSR and interventions against γ")
+        parser.add_argument("--plot", help="write an SVG of TSR and interventions against γ "
+                            "(and, when calibrated, OUT.reliability.svg with the ECE)")
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument("--calibrated", dest="calibration", action="store_const",
+                           const="out", default="default",
+                           help="judge each suite with the calibrator fitted without it and "
+                           "the apps only it brings (leave-one-app-out: out of sample)")
+        which.add_argument("--in-sample", dest="calibration", action="store_const", const="in",
+                           help="use the calibrator fitted on every suite, this one included")
+        which.add_argument("--uncalibrated", dest="calibration", action="store_const",
+                           const="off", help="the backend's own 1–5 claim, no calibrator")
 
     def handle(self, *args, **opts):
         from devices.sim import SimLoadError
@@ -57,12 +73,24 @@ class Command(BaseCommand):
         thresholds = parse_thresholds(opts["thresholds"])
         if opts["jobs"] < 1:
             raise CommandError("--jobs must be at least 1")
+        budget = opts["oracle_budget"]
+        if budget is None:
+            budget = settings.KAIROS_ORACLE_BUDGET
+        if budget < 1:
+            raise CommandError("--oracle-budget must be at least 1")
         try:
             result = evaluate_suite(opts["suite"], opts["backend"], thresholds,
                                     operator=opts["operator"], jobs=opts["jobs"],
-                                    max_steps=opts["max_steps"], progress=ProgressBar())
+                                    max_steps=opts["max_steps"], progress=ProgressBar(),
+                                    oracle_budget=budget, calibration=opts["calibration"],
+                                    var_dir=str(settings.VAR_DIR))
         except (SimLoadError, LookupError, ValueError) as exc:
             raise CommandError(str(exc)) from None
+        except EpisodeFailed as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValueError) and "calibrator" in str(cause):
+                raise CommandError(str(cause)) from None  # e.g. a damaged KAIROS_CALIBRATOR
+            raise
         self.stdout.write(format_table(result))
         if opts["json_out"]:
             with open(opts["json_out"], "w") as handle:
@@ -70,3 +98,7 @@ class Command(BaseCommand):
         if opts["plot"]:
             with open(opts["plot"], "w") as handle:
                 handle.write(gamma_plot_svg(result))
+            if any(row.get("ece") is not None for row in result["results"]):
+                path = Path(opts["plot"])
+                with open(path.with_suffix(".reliability.svg"), "w") as handle:
+                    handle.write(reliability_plot_svg(result))

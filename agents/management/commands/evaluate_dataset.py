@@ -28,3 +28,5 @@ class Command(BaseCommand):
         if opts["json_out"]:
             with open(opts["json_out"], "w") as handle:
                 json.dump(result, handle, indent=2)
+        if result.get("unsupported") and not result.get("steps"):
+            raise CommandError(f"nothing was scored: {result['unsupported']}")

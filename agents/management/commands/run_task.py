@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from agents import services
-from agents.models import StepStatus, TaskStatus, TicketStatus
+from agents.models import StepStatus, Task, TaskStatus, TicketStatus
 from devices.host import DeviceHost, LocalDeviceClient, build_sim_host, set_device_client
 from devices.models import Device
 
@@ -104,10 +104,20 @@ class Command(BaseCommand):
         device, _ = Device.objects.update_or_create(name=opts["device"], defaults={
             "kind": phone.info.kind, "width": phone.info.width, "height": phone.info.height,
             "status": "online"})
+        # One task drives a phone at a time. An earlier run_task episode left waiting on
+        # this phone (--operator none) can never go on: its in-process phone is gone.
+        for stale in Task.objects.driving(device).filter(owner=owner):
+            services.finish_task(stale, TaskStatus.ABORTED, error="superseded by a new run_task")
         task = services.create_task(
             owner, device, instruction, threshold=opts["threshold"], backend=opts["backend"],
             suite=suite_name or "", suite_task=task_id or "", max_steps=opts["max_steps"],
         )
+        if task.status == TaskStatus.QUEUED:
+            driver = device.current_task
+            services.finish_task(task, TaskStatus.ABORTED, error="the phone is busy")
+            busy = f"task {driver.id} ({driver.status})" if driver else "another task"
+            raise CommandError(f"device '{device.name}' is busy with {busy}; "
+                               "try another --device")
         oracle_user, _ = user_model.objects.get_or_create(username="oracle-operator")
         while True:
             while pending:

@@ -15,7 +15,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from devices.host import (
-    DeviceHost, RedisDeviceClient, RedisHostServer, announced_hosts, build_sim_host,
+    DeviceHost, RedisDeviceClient, RedisHostServer, announced_hosts, attach_journal,
+    build_sim_host,
 )
 
 
@@ -27,6 +28,14 @@ class Command(BaseCommand):
         parser.add_argument("--devices", default=",".join(settings.KAIROS_SIM_DEVICES),
                             help="comma-separated simulated phone names (default: %(default)s;"
                                  " empty for none)")
+        parser.add_argument(
+            "--journal", default=str(settings.VAR_DIR / "devices"),
+            help="directory for the action log and the simulated phones' saved states, "
+                 "restored at start; '' turns it off (default: %(default)s)")
+        parser.add_argument(
+            "--action-latency", type=float, default=0.0,
+            help="seconds each simulated action takes, like a real phone's input "
+                 "(fault drills; default 0)")
         parser.add_argument("--adb", choices=("auto", "on", "off"), default=settings.KAIROS_ADB,
                             help="serve the phones of the local adb server (default: "
                                  "%(default)s; auto = when an adb server answers)")
@@ -36,7 +45,8 @@ class Command(BaseCommand):
                             help="print every live device host and its devices, then exit")
         parser.add_argument("--json", action="store_true", help="with --list: JSON")
 
-    def handle(self, *args, devices: str, adb: str, no_video: bool, **options):
+    def handle(self, *args, devices: str, journal: str, action_latency: float, adb: str,
+               no_video: bool, **options):
         if not settings.REDIS_URL:
             raise CommandError("device_host needs REDIS_URL; the embedded default runs the host "
                                "inside 'serve'")
@@ -45,9 +55,13 @@ class Command(BaseCommand):
         names = [n.strip() for n in devices.split(",") if n.strip()]
         watcher = self._adb_watcher(adb)  # before anything starts: --adb on may refuse
         host = build_sim_host(names)
+        host.action_latency = max(0.0, action_latency)
+        restored = attach_journal(host, journal) if journal else []
         server = RedisHostServer(host, settings.REDIS_URL, on_ownership=self._ownership)
         self.stdout.write(f"device host {server.host_id}")
         server.start()
+        if restored:
+            self.stdout.write(f"restored the saved state of {', '.join(restored)}")
         for name in names:
             state = "owns" if name in server.owned else "waits for (another host owns it)"
             self.stdout.write(f"  {state} {name} (sim)")

@@ -37,6 +37,10 @@ class EmbeddedServices:
             return
         host = get_local_host()
         await asyncio.to_thread(_mark_online, list(host.devices))
+        if host.journal is None:  # the phones keep their state across restarts of serve
+            from devices.host import attach_journal
+
+            await asyncio.to_thread(attach_journal, host, settings.VAR_DIR / "devices")
         for name in host.devices:
             asyncio.get_running_loop().create_task(self._publish(host.device(name), name))
         self._start_worker()
@@ -120,6 +124,10 @@ class Command(BaseCommand):
             if settings.EMBEDDED else "full stack (workers and device host run separately)"
         self.stdout.write(f"Kairos on http://{host}:{port}/  — {mode}")
         self.stdout.flush()
+        # Logging stays Django's (settings.LOGGING): uvicorn must not add handlers of its
+        # own, or every line would be printed twice; its access log gives one line per
+        # request.
         config = uvicorn.Config(build_app(), host=host, port=port, lifespan="on",
-                                log_level="warning", ws_max_size=1 << 20)
+                                log_config=None, log_level=None, access_log=True,
+                                ws_max_size=1 << 20)
         uvicorn.Server(config).run()

@@ -5,6 +5,10 @@
   "use strict";
 
   const SVG = "http://www.w3.org/2000/svg";
+  const KEY_LABELS = {
+    PRESS_BACK: "◀ Back", PRESS_HOME: "⌂ Home", PRESS_ENTER: "↵ Enter", WAIT: "◷ Wait",
+    COMPLETE: "✓ Complete", IMPOSSIBLE: "✕ Impossible",
+  };
   const REASONS = {
     low_confidence: "Low confidence", ambiguous_intent: "Ambiguous intent",
     sensitive_action: "Sensitive action", parse_failure: "Unparseable output",
@@ -140,7 +144,8 @@
       if (!held) actions.append(el("button", {type: "button", class: "claim", onclick: () => claim(t.id)}, "Claim"));
       if (mine) actions.append(el("button", {type: "button", class: "release", onclick: () => release(t.id)}, "Release"));
       const conf = t.confidence === null || t.confidence === undefined ? "–" : t.confidence;
-      const reason = t.kind === "clarification" ? "Question: " + (t.question || "") : (REASONS[t.reason] || t.reason);
+      const reason = t.kind === "clarification"
+        ? "Unanswered question: " + (t.question || "") : (REASONS[t.reason] || t.reason);
       return el("tr", {"data-ticket-id": t.id, "data-status": t.status, class: held ? (mine ? "mine" : "held") : ""},
         el("td", {}, el("a", {href: `/console/tickets/${t.id}/`}, reason)),
         el("td", {class: "instr", title: t.instruction}, t.instruction.length > 60 ? t.instruction.slice(0, 59) + "…" : t.instruction),
@@ -151,14 +156,38 @@
         actions);
     }
 
+    // The tab says how many tickets wait, so a console in a background tab is noticed.
+    const baseTitle = document.title;
     function render() {
       body.replaceChildren(...[...tickets.values()]
         .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at)).map(row));
       empty.hidden = tickets.size > 0;
+      const waiting = [...tickets.values()].filter((t) => !t.assignee).length;
+      document.title = (waiting ? `(${waiting}) ` : "") + baseTitle;
+    }
+
+    // Optional sound on a new ticket; the choice is kept in this browser.
+    const sound = document.getElementById("sound-toggle");
+    sound.checked = localStorage.getItem("kairos.sound") === "1";
+    sound.addEventListener("change", () => localStorage.setItem("kairos.sound", sound.checked ? "1" : "0"));
+    let audio = null;
+    function chime() {
+      if (!sound.checked) return;
+      try {
+        audio = audio || new AudioContext();
+        const osc = audio.createOscillator(), gain = audio.createGain();
+        osc.frequency.value = 880;
+        gain.gain.setValueAtTime(0.15, audio.currentTime);
+        gain.gain.exponentialRampToValueAtTime(0.001, audio.currentTime + 0.4);
+        osc.connect(gain).connect(audio.destination);
+        osc.start(); osc.stop(audio.currentTime + 0.4);
+      } catch (_) { /* no audio device: the title count still tells */ }
     }
 
     function put(t) {
       if (gone.has(t.id)) return;
+      // A question is the user's until it is escalated after the timeout.
+      if (t.kind === "clarification" && !t.escalated) return;
       if (t.status === "open" || t.status === "claimed") tickets.set(t.id, t);
       else { tickets.delete(t.id); gone.add(t.id); }
     }
@@ -190,8 +219,12 @@
         document.getElementById("queue-live").classList.add("on");
       },
       json(msg) {
+        if (msg.type === "task.updated") showTaskOnTile(msg.task);
         if (msg.type === "ticket.opened" || msg.type === "ticket.claimed" || msg.type === "ticket.resolved") {
-          if (msg.type === "ticket.opened") gone.delete(msg.ticket.id);
+          if (msg.type === "ticket.opened") {
+            gone.delete(msg.ticket.id);
+            if (!tickets.has(msg.ticket.id)) chime();
+          }
           if (touched) touched.add(msg.ticket.id);
           put(msg.ticket);
           render();
@@ -200,6 +233,23 @@
       close() { document.getElementById("queue-live").classList.remove("on"); },
     });
     setInterval(() => document.querySelectorAll("#queue td.age").forEach((td) => { td.textContent = age(td.dataset.created); }), 1000);
+
+    // Each phone tile says which task runs on it, kept live from task.updated.
+    const ACTIVE = ["queued", "running", "waiting_operator", "waiting_user", "taken_over"];
+    function showTaskOnTile(task) {
+      const tile = document.querySelector(`.device-tile[data-device-id="${task.device_id}"]`);
+      if (!tile) return;
+      const label = tile.querySelector(".device-task");
+      if (ACTIVE.includes(task.status) && task.status !== "queued") {
+        label.dataset.taskId = task.id;
+        label.textContent = task.instruction.length > 40 ? task.instruction.slice(0, 39) + "…" : task.instruction;
+        label.title = task.instruction;
+      } else if (label.dataset.taskId === task.id) {
+        label.dataset.taskId = "";
+        label.textContent = "Idle";
+        label.title = "";
+      }
+    }
 
     // Live device grid: one socket per phone; the selected one is also shown large.
     const bigView = document.getElementById("big-view");
@@ -248,14 +298,22 @@
       add("line", {x1: cx - d[0] * len, y1: cy - d[1] * len, x2, y2, class: cls + " arrow"});
       const hx = -d[0] * r * 1.5, hy = -d[1] * r * 1.5;
       add("polygon", {points: `${x2},${y2} ${x2 + hx - hy},${y2 + hy + hx} ${x2 + hx + hy},${y2 + hy - hx}`, class: cls + " head"});
-    } else if (action.type === "TYPE" || action.type === "OPENAPP") {
-      const text = action.type === "TYPE" ? `⌨ “${action.text}”` : `OPEN ${action.app}`;
-      add("rect", {x: w * 0.05, y: h * 0.44, width: w * 0.9, height: h * 0.07, rx: 20, class: cls + " label-bg"});
-      const t = add("text", {x: w / 2, y: h * 0.49, "text-anchor": "middle", class: cls + " label"});
-      t.textContent = text;
     } else {
-      const t = add("text", {x: w / 2, y: h * 0.5, "text-anchor": "middle", class: cls + " label"});
-      t.textContent = action.type;
+      // Every other action is a labelled badge: light text on a dark plate with a light
+      // rim, legible on any screen (a light settings page or a dark launcher alike).
+      const text = action.type === "TYPE" ? `⌨ Type “${action.text}”`
+        : action.type === "OPENAPP" ? `Open ${action.app}`
+        : KEY_LABELS[action.type] || action.type;
+      const size = Math.round(w / 19);
+      const height = size * 1.9;
+      const width = Math.min(w * 0.9, Math.max(w * 0.45, size * 0.62 * text.length + size * 1.6));
+      add("rect", {x: (w - width) / 2, y: h * 0.5 - height / 2, width, height, rx: height / 2,
+                   class: cls + " label-bg"});
+      const attrs = {x: w / 2, y: h * 0.5, "text-anchor": "middle", "dominant-baseline": "central",
+                     "font-size": size, class: cls + " label"};
+      // A long TYPE text is squeezed into the plate rather than running off the screen.
+      if (text.length * size * 0.62 > width * 0.92) Object.assign(attrs, {textLength: width * 0.92, lengthAdjust: "spacingAndGlyphs"});
+      add("text", attrs).textContent = text;
     }
   }
 
@@ -266,6 +324,8 @@
     const me = root.dataset.user;
     const state = {status: root.dataset.status, assignee: root.dataset.assignee,
                    taskStatus: root.dataset.taskStatus, takeover: root.dataset.takeover === "1",
+                   decision: root.dataset.decision, resolvedBy: root.dataset.resolvedBy,
+                   answer: root.dataset.answer, answeredByUser: root.dataset.answeredByUser === "1",
                    editing: false, busy: false};
     const $ = (id) => document.getElementById(id);
     const shot = $("screenshot");
@@ -279,12 +339,20 @@
     const mayAct = () => state.status === "open" || holdsIt();
 
     const shotTitle = $("shot-title").textContent;
+    function holderText() {
+      if (state.takeover) return "You took over · the agent waits until you hand back";
+      if (state.answeredByUser) return `Answered by the user: “${state.answer}” · nothing left to do`;
+      if (state.status === "resolved") {
+        return `Ticket resolved (${state.decision || "done"}` +
+          (state.resolvedBy ? ` by ${state.resolvedBy === me ? "you" : state.resolvedBy})` : ")");
+      }
+      if (state.status === "cancelled") return "Ticket cancelled: the task has ended";
+      return `Ticket ${state.status}` +
+        (state.assignee ? ` · held by ${state.assignee === me ? "you" : state.assignee}` : "");
+    }
     function refresh() {
       const held = state.status === "claimed" && state.assignee && state.assignee !== me;
-      $("holder").textContent = state.takeover
-        ? "You took over · the agent waits until you hand back"
-        : `Ticket ${state.status}` +
-          (state.assignee ? ` · held by ${state.assignee === me ? "you" : state.assignee}` : "");
+      $("holder").textContent = holderText();
       $("holder").classList.toggle("held-other", !!held);
       $("claim").hidden = state.status !== "open";
       $("release").hidden = !holdsIt();
@@ -292,7 +360,10 @@
         if ($(id)) $(id).disabled = state.busy || !(isOpen() && mayAct());
       });
       const answerForm = $("answer-form");
-      if (answerForm) answerForm.querySelector("button").disabled = state.busy || !(isOpen() && mayAct());
+      if (answerForm) {
+        answerForm.querySelector("button").disabled = state.busy || !(isOpen() && mayAct());
+        answerForm.hidden = !isOpen();
+      }
       if ($("approve")) $("approve").hidden = !isOpen();
       if ($("edit")) $("edit").hidden = !isOpen();
       $("takeover").hidden = !isOpen();
@@ -311,16 +382,49 @@
     function apply(t) {
       state.status = t.status;
       state.assignee = t.assignee || "";
+      state.decision = t.decision || "";
+      state.resolvedBy = t.resolved_by || "";
+      state.answer = t.answer || "";
+      state.answeredByUser = !!t.answered_by_user;
       refresh();
     }
 
     async function claim() {
-      try { apply(await api("POST", `/tickets/${ticketId}/claim`)); flash(""); }
+      try { apply(await api("POST", `/tickets/${ticketId}/claim`)); flash(""); return true; }
       catch (e) {
         flash(e.message, true);
         try { apply(await api("GET", `/tickets/${ticketId}`)); } catch (_) { /* shown above */ }
+        return false;
       }
     }
+
+    // Opening a ticket only looks at it; a claim is explicit (Claim) or comes with the
+    // first action (Edit). While the holder works the page renews the claim; when they
+    // leave, close the tab or stay idle past the claim timeout it goes back to the queue.
+    const idleLimit = Number(root.dataset.claimTimeout || 300) * 1000;
+    let lastActivity = Date.now(), lastRenew = Date.now();
+    ["pointerdown", "keydown", "input"].forEach((type) => document.addEventListener(type, () => {
+      lastActivity = Date.now();
+      if (holdsIt() && Date.now() - lastRenew > Math.min(60000, idleLimit / 3)) {
+        lastRenew = Date.now();
+        api("POST", `/tickets/${ticketId}/claim`).then(apply).catch(() => {});
+      }
+    }, true));
+    setInterval(async () => {
+      if (holdsIt() && !state.busy && Date.now() - lastActivity >= idleLimit) {
+        try {
+          apply(await api("POST", `/tickets/${ticketId}/release`));
+          const span = idleLimit >= 60000 ? `${Math.round(idleLimit / 60000)} min` : `${Math.round(idleLimit / 1000)} s`;
+          flash(`Released after ${span} without activity; claim it again to go on.`);
+        } catch (_) { /* already gone: the socket tells */ }
+      }
+    }, Math.min(15000, idleLimit / 4));
+    window.addEventListener("pagehide", () => {
+      if (!holdsIt() || state.busy) return;
+      // keepalive lets the request outlive the page (closing the tab, following a link).
+      fetch(`/api/tickets/${ticketId}/release`, {method: "POST", keepalive: true,
+        credentials: "same-origin", headers: {"X-CSRFToken": cookie("csrftoken")}});
+    });
 
     async function resolve(decision, extra) {
       if (state.busy) return;
@@ -405,15 +509,24 @@
       };
       const screen = $("live-screen");
       let down = null;
+      // The point is mapped from where the image is drawn at the moment of the event,
+      // before anything (focus, a layout shift) can move it; with object-fit: contain the
+      // frame may be letterboxed inside the <img> box, so the drawn frame is used.
       const toDevice = (e) => {
+        const w = remote.meta.width || img.naturalWidth || 1080;
+        const h = remote.meta.height || img.naturalHeight || 2400;
         const r = img.getBoundingClientRect();
-        const w = remote.meta.width || 1080, h = remote.meta.height || 2400;
-        return {x: Math.max(0, Math.min(w - 1, Math.round((e.clientX - r.left) / r.width * w))),
-                y: Math.max(0, Math.min(h - 1, Math.round((e.clientY - r.top) / r.height * h)))};
+        const scale = Math.min(r.width / w, r.height / h);
+        const left = r.left + (r.width - w * scale) / 2, top = r.top + (r.height - h * scale) / 2;
+        return {x: Math.max(0, Math.min(w - 1, Math.round((e.clientX - left) / scale))),
+                y: Math.max(0, Math.min(h - 1, Math.round((e.clientY - top) / scale)))};
       };
-      // The point is read before focusing: focus() may scroll a half-visible screen into
-      // view, and the tap must land where the finger was, not where the image moved to.
-      screen.addEventListener("pointerdown", (e) => { e.preventDefault(); const p = toDevice(e); screen.focus({preventScroll: true}); down = {e, at: Date.now(), p}; });
+      screen.addEventListener("pointerdown", (e) => {
+        e.preventDefault();
+        const p = toDevice(e);
+        screen.focus({preventScroll: true});  // focusing must not scroll the page under the finger
+        down = {e, at: Date.now(), p};
+      });
       screen.addEventListener("pointerup", (e) => {
         if (!down) return;
         const dx = e.clientX - down.e.clientX, dy = e.clientY - down.e.clientY;
@@ -424,6 +537,26 @@
         else action = {type: "SCROLL", direction: dx < 0 ? "LEFT" : "RIGHT"};
         down = null;
         send(action);
+      });
+      // STF-style: with the live screen focused, the keyboard goes to the phone. Printable
+      // keys are gathered into one TYPE (a short pause ends it); Enter and Home are keys.
+      let typed = "", typedTimer = null;
+      const flushTyped = () => {
+        clearTimeout(typedTimer);
+        if (typed) send({type: "TYPE", text: typed});
+        typed = "";
+      };
+      screen.addEventListener("keydown", (e) => {
+        if (e.ctrlKey || e.metaKey || e.altKey) return;
+        let handled = true;
+        if (e.key.length === 1) {
+          typed += e.key;
+          clearTimeout(typedTimer);
+          typedTimer = setTimeout(flushTyped, 600);
+        } else if (e.key === "Enter") { flushTyped(); send({type: "PRESS_ENTER"}); }
+        else if (e.key === "Home") { flushTyped(); send({type: "PRESS_HOME"}); }
+        else handled = false;
+        if (handled) { e.preventDefault(); e.stopPropagation(); }
       });
       document.querySelectorAll(".remote-keys button").forEach((b) =>
         b.addEventListener("click", () => send({type: b.dataset.key})));
@@ -454,7 +587,11 @@
       finally { state.busy = false; refresh(); }
     }
     async function abort() {
-      if (isOpen()) return resolve("abort");
+      // Asks first; what the operator writes is the reason the user reads in their chat.
+      const why = window.prompt("Abort this task? The agent stops for good and the user is " +
+                                "told that you stopped it. Why (optional, shown to the user):", "");
+      if (why === null) return;
+      if (isOpen()) return resolve("abort", why.trim() ? {answer: why.trim()} : {});
       state.busy = true; refresh();
       try { const task = await api("POST", `/tasks/${taskId}/abort`); state.takeover = false; state.taskStatus = task.status; flash("Task aborted."); }
       catch (e) { flash(e.message, true); }
@@ -466,7 +603,10 @@
       try { apply(await api("POST", `/tickets/${ticketId}/release`)); } catch (e) { flash(e.message, true); }
     });
     if ($("approve")) $("approve").addEventListener("click", () => resolve("approve"));
-    if ($("edit")) $("edit").addEventListener("click", () => setEditing(!state.editing));
+    if ($("edit")) $("edit").addEventListener("click", async () => {
+      if (!state.editing && state.status === "open" && !(await claim())) return;
+      setEditing(!state.editing);
+    });
     if ($("answer-form")) $("answer-form").addEventListener("submit", (e) => { e.preventDefault(); resolve("answer", {answer: $("answer").value}); });
     $("takeover").addEventListener("click", () => resolve("takeover"));
     $("handback").addEventListener("click", handBack);
@@ -484,9 +624,32 @@
       else if (key === "t") click("takeover");
     });
 
+    // The user's chat, live, and a way to write to them.
+    function appendChat(m) {
+      const list = $("chat");
+      if (list.querySelector(`[data-message-id="${m.id}"]`)) return;
+      const empty = list.querySelector("li.empty");
+      if (empty) empty.remove();
+      const who = m.sender === "user" ? (m.author || "user")
+        : m.sender === "operator" ? `Operator ${m.author || ""}`.trim()
+        : m.sender === "agent" ? "Agent" : "System";
+      list.append(el("li", {class: "from-" + m.sender, "data-message-id": m.id},
+        el("b", {}, who), " ", el("span", {class: "text"}, m.text)));
+      list.scrollTop = list.scrollHeight;
+    }
+    $("message-form").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const text = $("message-text").value;
+      try {
+        appendChat(await api("POST", `/tasks/${taskId}/messages`, {text}));
+        $("message-text").value = "";
+      } catch (err) { flash(err.message, true); }
+    });
+
     // Others' claims and resolutions show up here too.
     liveSocket("/ws/operator/", {
       json(msg) {
+        if (msg.type === "chat.message" && msg.task === taskId) appendChat(msg.message);
         if (msg.ticket && msg.ticket.id === ticketId && msg.type !== "ticket.opened") apply(msg.ticket);
         if (msg.type === "task.updated" && msg.task.id === taskId) { state.taskStatus = msg.task.status; refresh(); }
       },
@@ -494,7 +657,6 @@
 
     refresh();
     if (state.takeover) startRemote();
-    else if (state.status === "open") claim();
   }
 
   window.Kairos = {initConsole, initTicket, api, drawAction};

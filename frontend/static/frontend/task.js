@@ -38,38 +38,69 @@
     IMPOSSIBLE: "Gave up: this cannot be done here"
   };
 
+  // Says only what is true of a step (issue 15, item 9): a step that never ran says why,
+  // a failed action says it failed, and an element is named by its words, never its id.
   function describe(step, taskStatus) {
-    // A step still waiting has done nothing yet, whatever the agent proposed.
     if (step.status === "waiting") {
       return taskStatus === "waiting_user" ? "Asking you a question" : "Waiting for a person";
     }
-    if (step.status === "cancelled") return "Not done: the task was stopped";
+    if (step.status === "cancelled") {
+      return step.outcome === "taken over" ? "Handed to an operator, who used the phone"
+        : "Not done: the task ended first";
+    }
     var action = step.action || step.proposed_action;
     if (!action) {
       if (step.status === "answered") return "Asked you a question";
       return step.summary || step.status;
     }
+    var text = doneText(step, action);
+    if (/^error/.test(step.outcome || "")) {
+      return "Tried: " + text.charAt(0).toLowerCase() + text.slice(1) + " \u2014 it did not work";
+    }
+    return text;
+  }
+
+  function doneText(step, action) {
     var verb = VERBS[action.type] || action.type;
-    var m = /'(.*)'/.exec(step.summary || "");
-    if (m) return verb + " \u201c" + m[1] + "\u201d";
     if (action.type === "TYPE") return verb + " \u201c" + (action.text || "") + "\u201d";
     if (action.type === "OPENAPP") return verb + " " + (action.app || "an app");
     if (action.type === "SCROLL") return verb + " " + String(action.direction || "").toLowerCase();
+    // The server names the element as a person would (its text or its row's caption);
+    // the summary's label may be the words of a resource id ("thread dr lee s office").
+    var label = step.target_label || (action.element && !/[_\/]/.test(action.element) ? action.element : "");
+    if (label) return verb + " \u201c" + label + "\u201d";
+    if (action.type === "CLICK" || action.type === "LONG_CLICK") return verb + " the screen";
     return verb;
+  }
+
+  function whoDid(step, tickets) {
+    if (step.by === "operator") return "by an operator";
+    var approved = (tickets || []).some(function (t) {
+      return t.step === step.index && t.decision === "approve";
+    });
+    return approved ? "by the agent, approved by an operator" : "by the agent";
   }
 
   function nowText(task, steps) {
     switch (task.status) {
-      case "queued": return "Waiting to start…";
+      case "queued":
+        // One task drives a phone at a time: this one waits for the tasks ahead of it.
+        return task.queue_position ? "Queued, position " + task.queue_position +
+          " — waiting for the phone." : "Waiting to start…";
       case "waiting_user": return "Waiting for your answer in the chat.";
       case "waiting_operator": return "An operator is checking the next step.";
       case "taken_over": return "An operator is using the phone for you.";
       case "succeeded": return "Finished.";
-      case "aborted": return "Stopped.";
-      case "failed": return "Could not finish" + (task.error ? ": " + task.error : ".");
+      case "aborted":
+        var who = /^aborted by ([^:]+)(?:: ([\s\S]*))?$/.exec(task.error || "");
+        var why = who && who[2] ? " Reason: " + who[2] : "";
+        if (who && who[1] === me) return "You stopped this task." + why;
+        return who ? "An operator (" + who[1] + ") stopped this task." + why
+          : "Stopped: " + (task.error || "no reason given") + ".";
+      case "failed": return "Could not finish" + (task.error ? ": " + task.error + "." : ".");
     }
     var done = (steps || []).filter(function (s) { return s.status === "done" && s.action; });
-    if (!done.length) return "Looking at the screen…";
+    if (!done.length) return "Looking at the screen\u2026";
     return "Step " + (done.length + 1) + " \u2014 last: " + describe(done[done.length - 1]);
   }
 
@@ -85,11 +116,19 @@
       result.appendChild(document.createTextNode(" \u00b7 result: "));
       result.appendChild(node("strong", null, task.success ? "done as asked" : "not achieved"));
     }
-    el("task-error").textContent = task.error || "";
+    el("task-now").textContent = nowText(task, null);
     if (ACTIVE.indexOf(task.status) < 0) {
       var abort = el("abort-form");
       if (abort) abort.remove();
-      stopScreen("The task has finished.");
+      // After a reload the server already shows the final screenshot and says so.
+      stopScreen(el("final-screen") ? null
+        : el("live-screen").hidden ? "The task has finished." : "The screen when the task ended.");
+      disableQuickReplies(null);
+      // Nothing reads the chat of a finished task (the server refuses it too).
+      input.disabled = true;
+      form.querySelector("button").disabled = true;
+      input.placeholder = "The task has finished; the chat is closed";
+      return;
     }
     if (task.status !== "waiting_user") disableQuickReplies(null);
     input.placeholder = task.status === "waiting_user" ? "Your answer" : "Write a message";
@@ -104,7 +143,7 @@
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (data) {
         if (!data) return;
-        renderSteps(data.steps || [], data.status);
+        renderSteps(data.steps || [], data.status, data.tickets);
         // Catch up on messages sent before the socket was open (the page may render
         // before the agent asks, and the socket connect after); appendMessage skips
         // the ones already shown.
@@ -123,7 +162,7 @@
       });
   }
 
-  function renderSteps(steps, taskStatus) {
+  function renderSteps(steps, taskStatus, tickets) {
     var list = el("steps");
     list.textContent = "";
     if (!steps.length) { list.appendChild(node("li", "muted", "No steps yet.")); return; }
@@ -131,14 +170,20 @@
       var li = node("li");
       li.dataset.step = s.index;
       if (s.screenshot_url) {
+        // The thumbnail opens the full-size screenshot.
+        var link = node("a", "thumb-link");
+        link.href = s.screenshot_url;
+        link.target = "_blank";
+        link.rel = "noopener";
         var img = node("img", "thumb");
         img.src = s.screenshot_url;
         img.alt = "step " + s.index;
-        li.appendChild(img);
+        link.appendChild(img);
+        li.appendChild(link);
       }
       li.appendChild(node("span", null, describe(s, taskStatus)));
       li.appendChild(document.createTextNode(" "));
-      li.appendChild(node("span", "muted", s.by === "operator" ? "by an operator" : "by the agent"));
+      if (s.status !== "waiting" && s.status !== "cancelled") li.appendChild(node("span", "muted", whoDid(s, tickets)));
       list.appendChild(li);
     });
   }
@@ -207,6 +252,11 @@
     socket.send(JSON.stringify(payload));
     return true;
   }
+
+  var abortForm = el("abort-form");
+  if (abortForm) abortForm.addEventListener("submit", function (ev) {
+    if (!window.confirm(abortForm.dataset.confirm)) ev.preventDefault();
+  });
 
   form.addEventListener("submit", function (ev) {
     ev.preventDefault();
@@ -291,10 +341,11 @@
   }
   function stopScreen(text) {
     screenStopped = true;
-    el("live-screen-note").textContent = text;
+    if (text !== null) el("live-screen-note").textContent = text;
     if (screen) screen.close();
   }
 
   connect();
   startScreen();
+  refresh();  // the steps in the same words as the live updates use
 })();

@@ -175,3 +175,31 @@ def group_counts(pairs: Iterable[LabelledPair]) -> dict[Group, int]:
     for pair in pairs:
         counts[pair.group] = counts.get(pair.group, 0) + 1
     return counts
+
+
+def ticket_evidence_records(*, backend: str | None = None) -> list[dict[str, Any]]:
+    """Labelled evidence from resolved intervention tickets, as probe-style records.
+
+    approve → right; edit / take over → wrong; abort (and answers) are left out — an
+    abort says nothing about the action. Only steps whose backend stated evidence
+    (``Step.extra["evidence"]``, written by the calibrated gate) count.
+    """
+    from agents.models import Decision, Ticket, TicketKind, TicketStatus
+
+    right_for = {Decision.APPROVE: True, Decision.EDIT: False, Decision.TAKEOVER: False}
+    tickets = (Ticket.objects.filter(kind=TicketKind.INTERVENTION, status=TicketStatus.RESOLVED,
+                                     decision__in=list(right_for), step__isnull=False)
+               .select_related("step", "task").order_by("created_at"))
+    if backend:
+        tickets = tickets.filter(task__backend=backend)
+    records = []
+    for ticket in tickets:
+        extra = ticket.step.extra if isinstance(ticket.step.extra, dict) else {}
+        evidence = extra.get("evidence")
+        if not isinstance(evidence, dict) or not evidence:
+            continue
+        records.append({"source": "logs", "backend": ticket.task.backend, "suite": "logs",
+                        "task": str(ticket.task_id), "app": ticket.step.app,
+                        "evidence": evidence, "right": right_for[ticket.decision],
+                        "decision": ticket.decision})
+    return records

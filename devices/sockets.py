@@ -1,0 +1,79 @@
+"""What every Kairos WebSocket shares: close codes, refusing, and tolerant JSON frames.
+
+CONTRACT: a refused socket is *accepted and then closed* with 4401 (not logged in) or 4403
+(not allowed), so the browser's ``onclose`` sees why; closing before accepting would be an
+HTTP 403 handshake, which a page cannot tell from a network failure. A frame that is not
+a JSON text (binary, empty, malformed, too large) is answered with an ``error`` event and
+the socket stays open, never dropped with a traceback.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlparse
+
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from channels.security.websocket import OriginValidator
+
+CLOSE_BAD_REQUEST = 4400
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_FORBIDDEN = 4403
+CLOSE_NOT_FOUND = 4404
+MAX_FRAME_CHARS = 64 * 1024
+
+
+class KairosJsonConsumer(AsyncJsonWebsocketConsumer):
+    async def refuse(self, code: int) -> None:
+        await self.accept()
+        await self.close(code=code)
+
+    async def send_error(self, detail: str) -> None:
+        await self.send_json({"type": "error", "detail": detail})
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None,
+                      **kwargs: Any) -> None:
+        if text_data is None:
+            await self.send_error("send JSON text, not binary")
+            return
+        if len(text_data) > MAX_FRAME_CHARS:
+            await self.send_error(f"the message is over {MAX_FRAME_CHARS} characters")
+            return
+        if not text_data.strip():
+            await self.send_error("the message is empty; send a JSON object")
+            return
+        try:
+            content = json.loads(text_data)
+        except (ValueError, RecursionError):
+            await self.send_error("the message is not valid JSON")
+            return
+        await self.receive_json(content, **kwargs)
+
+
+class _RefusedOrigin(KairosJsonConsumer):
+    async def connect(self) -> None:
+        await self.refuse(CLOSE_FORBIDDEN)
+
+
+class AllowedHostsOrigin(OriginValidator):
+    """Channels' AllowedHostsOriginValidator (a socket from another site's page is
+    refused), refusing the way every other Kairos socket does: accept, close 4403."""
+
+    def __init__(self, application: Any):
+        from django.conf import settings
+
+        allowed = settings.ALLOWED_HOSTS
+        if settings.DEBUG and not allowed:
+            allowed = ["localhost", "127.0.0.1", "[::1]"]
+        super().__init__(application, allowed)
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> Any:
+        origin = None
+        for name, value in scope.get("headers", []):
+            if name == b"origin":
+                try:
+                    origin = urlparse(value.decode("latin1"))
+                except (UnicodeDecodeError, ValueError):
+                    origin = None
+        if scope["type"] == "websocket" and not self.valid_origin(origin):
+            return await _RefusedOrigin.as_asgi()(scope, receive, send)
+        return await self.application(scope, receive, send)

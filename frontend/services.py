@@ -1,0 +1,110 @@
+"""What admins change at run time — γ, devices, roles, API tokens — and its audit trail.
+
+Each change and its :class:`AuditEntry` are written in one transaction, so the trail never
+misses a change nor records one that did not happen.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from django.db import transaction
+
+from agents.models import InstallationSettings
+from agents.services import ServiceError
+from devices.models import Device
+from frontend.models import ApiToken, AuditEntry
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-safe form of a field value for the trail."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple, set)):
+        return sorted(_plain(v) for v in value)
+    return str(value)
+
+
+def record_audit(actor: Any, action: str, target: str,
+                 changes: dict[str, tuple[Any, Any]] | None = None) -> AuditEntry | None:
+    """One line of the trail; ``changes`` maps a field to (before, after). Nothing is
+    recorded when ``changes`` were given and none of them is a change."""
+    given = changes is not None
+    changes = {k: [_plain(b), _plain(a)] for k, (b, a) in (changes or {}).items()
+               if _plain(b) != _plain(a)}
+    if given and not changes:
+        return None
+    user = actor if getattr(actor, "is_authenticated", False) else None
+    return AuditEntry.objects.create(
+        actor=user, actor_name=user.get_username() if user else "", action=action,
+        target=target[:255], changes=changes)
+
+
+def check_gamma(value: Any) -> float | None:
+    """γ from a form: empty → None (inherit), else a number in [0, 5]."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        gamma = float(value)
+    except (TypeError, ValueError):
+        raise ServiceError(f"γ must be a number between 0 and 5, not '{str(value)[:20]}'") \
+            from None
+    if math.isnan(gamma) or not 0 <= gamma <= 5:
+        raise ServiceError(f"γ must be between 0 and 5, not {value}")
+    return gamma
+
+
+def set_default_threshold(actor: Any, value: Any) -> float | None:
+    """The installation's γ for new tasks; None goes back to KAIROS_DEFAULT_THRESHOLD."""
+    gamma = check_gamma(value)
+    with transaction.atomic():
+        row, _ = InstallationSettings.objects.select_for_update().get_or_create(pk=1)
+        before = row.default_threshold
+        row.default_threshold, row.updated_by = gamma, actor
+        row.save()
+        record_audit(actor, "gamma.default", "installation",
+                     {"default_threshold": (before, gamma)})
+    return gamma
+
+
+def set_device_threshold(actor: Any, device: Device, value: Any) -> float | None:
+    gamma = check_gamma(value)
+    with transaction.atomic():
+        before = Device.objects.filter(pk=device.pk).values_list("threshold", flat=True).first()
+        Device.objects.filter(pk=device.pk).update(threshold=gamma)
+        record_audit(actor, "gamma.device", f"device {device.name}",
+                     {"threshold": (before, gamma)})
+    device.threshold = gamma
+    return gamma
+
+
+def set_devices_enabled(actor: Any, devices: Any, enabled: bool) -> int:
+    """Enable or disable phones; only those whose switch flips are changed and audited."""
+    changed = 0
+    with transaction.atomic():
+        for device in devices.select_for_update().exclude(enabled=enabled):
+            Device.objects.filter(pk=device.pk, enabled=not enabled).update(enabled=enabled)
+            record_audit(actor, "device.enable" if enabled else "device.disable",
+                         f"device {device.name}", {"enabled": (not enabled, enabled)})
+            changed += 1
+    return changed
+
+
+def issue_token(actor: Any, user: Any) -> tuple[ApiToken, str]:
+    """A new API token for ``user``; the plain token is returned once and never stored."""
+    with transaction.atomic():
+        row, token = ApiToken.issue(user)
+        record_audit(actor, "token.issue", f"user {user.get_username()}",
+                     {"token": (None, row.prefix + "…")})
+    return row, token
+
+
+def revoke_tokens(actor: Any, tokens: Any) -> int:
+    count = 0
+    with transaction.atomic():
+        for row in tokens.select_related("user"):
+            record_audit(actor, "token.revoke", f"user {row.user.get_username()}",
+                         {"token": (row.prefix + "…", None)})
+            row.delete()
+            count += 1
+    return count

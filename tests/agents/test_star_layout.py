@@ -1,0 +1,126 @@
+"""Dataset replay on the StaR state-control benchmark's own JSON layout, and no loader
+handing the agent gold information (issue 12 item 9)."""
+from __future__ import annotations
+
+import json
+import shutil
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from agents.backends.base import Proposal, StepContext
+from agents.backends.openai import OpenAIBackend
+from agents.datasets import DatasetError, load_aitz, load_star
+from agents.evaluation import evaluate_dataset, format_table
+from devices.actions import Action
+from tests.agents.fake_openai import FakeOpenAI, Reply
+
+STAR = Path(__file__).resolve().parent / "fixtures" / "star"
+RECORDS = STAR / "state_control_test.json"
+
+
+def test_the_benchmarks_own_records_load_with_their_gold_actions():
+    episodes = load_star(RECORDS)
+    assert [e.id for e in episodes] == ["0+", "0-", "1+", "1-", "2+"]
+    wifi_on, wifi_off = episodes[0].steps[0], episodes[1].steps[0]
+    # images[0] is relative to the dataset root (the fixture folder), not to the file's
+    # folder alone; the screenshot's pixels are the replay's device pixels.
+    assert wifi_on.image_path == STAR / "GUIData/stateControlBenchmark/amex/amex_settings_0001.png"
+    assert (wifi_on.width, wifi_on.height) == (270, 600)
+    # posAtlasAction on the 0-1000 grid → pixels; bbox kept for the match (useBbox).
+    assert wifi_on.gold.action.to_json() == {"type": "CLICK", "x": 238, "y": 177}
+    assert wifi_on.gold.bbox == (220, 168, 256, 186)
+    assert wifi_on.toggle and wifi_on.polarity == "positive"
+    assert wifi_off.gold.action.type == "COMPLETE" and wifi_off.inverse == wifi_on.gold
+    display = episodes[4].steps[0]
+    assert not display.toggle  # is_switch false: the 14% rule, not the toggle's 4%
+    assert display.gold.bbox is None  # useBbox false: distance only
+
+
+def test_no_gold_reaches_the_agent_only_the_screenshot():
+    seen: list[StepContext] = []
+
+    class Watcher:
+        name = "watcher"
+
+        def propose(self, ctx: StepContext) -> Proposal:
+            seen.append(ctx)
+            return Proposal(action=Action("COMPLETE"), confidence=3)
+
+    evaluate_dataset("star", RECORDS, Watcher())
+    assert len(seen) == 5
+    for ctx in seen:
+        assert ctx.observation.nodes == []  # StaR has no UI tree; none is made from the box
+        assert ctx.observation.image.size == (270, 600)
+        shown = json.dumps([ctx.instruction, ctx.observation.extra, [h.summary for h in ctx.history]])
+        for secret in ("Disabled", "Enabled", "is_switch", "881", "bbox"):
+            assert secret not in shown
+
+
+def test_the_heuristic_says_it_cannot_act_on_a_screenshot_alone(tmp_path):
+    result = evaluate_dataset("star", RECORDS, "heuristic")
+    assert result["steps"] == 0 and result["unscored_steps"] == 5
+    assert "cannot act on a screenshot alone" in result["unsupported"]
+    assert "NOT SCORED" in format_table(result)
+    out = tmp_path / "star.json"
+    with pytest.raises(CommandError, match="nothing was scored"):
+        call_command("evaluate_dataset", str(RECORDS), "--format", "star", "--backend",
+                     "heuristic", "--json", str(out), stdout=StringIO())
+    assert json.loads(out.read_text())["unscored_steps"] == 5
+
+
+def test_a_screenshot_model_is_scored_on_the_real_layout(fake_openai: FakeOpenAI):
+    # The model reads the screenshot (sent as an image) and answers in OS-Atlas form:
+    # it flips Wi-Fi (right), flips it again when told to turn it off (wrong: it is off).
+    fake_openai.script(*[Reply.completion(f"Action: CLICK <point>[[881, 295]]</point>\nScore: {s}")
+                         for s in (5, 5, 5, 5, 5)])
+    backend = OpenAIBackend("kairos-test-model", base_url=fake_openai.base_url, api_key="k",
+                            environ={}, backoff=0.001, backoff_max=0.002, timeout=5.0)
+    result = evaluate_dataset("star", RECORDS, backend)
+    assert result["steps"] == 5 and result["unscored_steps"] == 0
+    assert "unsupported" not in result
+    toggle = result["toggle"]  # the Display row is no switch: not a toggle sample
+    assert (toggle["positives"], toggle["negatives"]) == (2, 2)
+    assert toggle["p_amr"] == 1.0 and toggle["n_fpr"] == 1.0  # both negatives flipped
+    assert result["sr"] == pytest.approx(2 / 5)  # and the Display row was elsewhere
+    body = fake_openai.requests[0]
+    assert any(part["type"] == "image_url" for part in body["messages"][0]["content"])
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"images": "GUIData/x.png"}, "images must be a non-empty list of paths"),
+    ({"images": ["GUIData/gone.png"], "img_filename": "gone.png"},
+     "image 'GUIData/gone.png' not found"),
+    ({"image_width": 1080}, "the record says the image is 1080x600 but the file is 270x600"),
+    ({"posAtlasAction": "CLICK <point>[[1200, 5]]</point>"}, "posAtlasAction: CLICK point"),
+    ({"annotation": "switch"}, "annotation must be an object"),
+])
+def test_bad_records_name_the_file_the_record_and_the_field(tmp_path, change, message):
+    shutil.copytree(STAR / "GUIData", tmp_path / "GUIData")
+    record = {**json.loads(RECORDS.read_text())[0], **change}
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps([record]))
+    with pytest.raises(DatasetError, match="bad.json record 0: ") as info:
+        load_star(path)
+    assert message in str(info.value)
+
+
+def test_aitz_elements_do_not_depend_on_the_gold_action(tmp_path):
+    """AITZ's UI elements are the screen's detected texts and icons; the gold action
+    only picks the box used for matching, and never changes what the agent is shown."""
+    from PIL import Image
+
+    Image.new("RGB", (100, 200)).save(tmp_path / "s.png")
+    step = {"episode_id": "e", "step_id": 0, "instruction": "open settings",
+            "image_path": "s.png", "ui_positions": "[[10, 10, 20, 30], [100, 10, 20, 30]]",
+            "ui_text": '["Settings", "Clock"]', "ui_types": '["TEXT", "TEXT"]',
+            "result_action_type": 4, "result_touch_yx": "[0.1, 0.2]",
+            "result_lift_yx": "[0.1, 0.2]"}
+    other = {**step, "result_touch_yx": "[0.55, 0.2]", "result_lift_yx": "[0.55, 0.2]"}
+    (tmp_path / "a.json").write_text(json.dumps([step]))
+    (tmp_path / "b.json").write_text(json.dumps([other]))
+    [a], [b] = load_aitz(tmp_path / "a.json"), load_aitz(tmp_path / "b.json")
+    assert a.steps[0].nodes == b.steps[0].nodes
+    assert a.steps[0].gold.bbox != b.steps[0].gold.bbox

@@ -1,0 +1,336 @@
+"""The chaos test (issue 11): the full stack under random kills, checked from two records.
+
+PostgreSQL, Redis, two Celery workers (prefork), the device host (several simulated
+phones, each action taking a moment like a real phone's) and the ASGI server run as real
+processes. Tasks are created over the API; a scripted operator answers every ticket over
+the API, woken by its ``/ws/operator/`` socket and catching up by polling. Meanwhile a
+chaos monkey, at random moments, ``kill -9``s a worker's pool children, a whole worker
+(its process group) or the device host and restarts it, or drops the operator's socket.
+
+At the end, from the database and from the phones' own action log:
+* every device action belongs to exactly one step and ran at most once, and every step
+  done acted exactly once (actions performed == steps done);
+* no step is lost: each is done, cancelled, answered, or waiting with an open ticket;
+* every task reached a terminal state or an open ticket within the bound;
+* the server answered no 5xx and logged no traceback.
+
+Short mode (CI, the default): 6 tasks on 3 phones, 25 s of chaos (every kind of
+fault at least once). Long mode:
+``CHAOS_TASKS=20 CHAOS_SECONDS=180 CHAOS_SEED=7 pytest tests/chaos -s`` (docs/reliability.md).
+The run's numbers are printed and written to ``var/test-artifacts/chaos-report.json``.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import socket
+import threading
+import time
+from collections import Counter
+
+import httpx
+import pytest
+
+from agents.models import StepStatus, Task, TicketStatus
+from devices.actions import TERMINAL_TYPES
+from devices.durability import read_action_log
+from devices.models import Device
+from tests.stack import ARTIFACTS, Stack, wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
+
+TASKS = int(os.environ.get("CHAOS_TASKS", "6"))
+CHAOS_SECONDS = float(os.environ.get("CHAOS_SECONDS", "25"))
+SEED = int(os.environ.get("CHAOS_SEED", str(int(time.time()))))
+PHONES = ["chaos-1", "chaos-2", "chaos-3"]
+STALL, SWEEP, DEVICE_TIMEOUT = 4.0, 1.0, 3.0
+# The documented bound, plus a restarted worker's start-up on two loaded cores.
+BOUND = STALL + SWEEP + DEVICE_TIMEOUT + 25.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ScriptedOperator:
+    """Answers every open ticket over the API, as an operator at a console would."""
+
+    def __init__(self, base: str, token: str, session: str):
+        self.base, self.session = base, session
+        self.http = httpx.Client(base_url=base, timeout=20,
+                                 headers={"Authorization": f"Bearer {token}"})
+        self.stop = threading.Event()
+        self.wake = threading.Event()
+        self.statuses: Counter = Counter()
+        self.resolved = 0
+        self.socket_drops = 0
+        self._socket_task = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def call(self, method: str, path: str, body=None) -> tuple[int, object]:
+        try:
+            response = self.http.request(method, path, json=body)
+        except httpx.HTTPError:
+            self.statuses["no answer"] += 1
+            return 0, None
+        self.statuses[response.status_code] += 1
+        try:
+            return response.status_code, response.json()
+        except ValueError:
+            return response.status_code, None
+
+    def answer(self) -> None:
+        while not self.stop.is_set():
+            status, tickets = self.call("GET", "/api/tickets?status=open")
+            for ticket in tickets if status == 200 else []:
+                if ticket["kind"] == "clarification":
+                    options = ticket.get("options") or ["yes"]
+                    body = {"decision": "answer", "answer": options[0]}
+                elif ticket.get("proposed_action"):
+                    body = {"decision": "approve"}
+                else:
+                    body = {"decision": "edit", "action": {"type": "WAIT"}}
+                code, _ = self.call("POST", f"/api/tickets/{ticket['id']}/resolve", body)
+                self.resolved += code == 200
+            self.wake.wait(0.5)
+            self.wake.clear()
+
+    # --- the console's socket: a wake-up call, and something to drop ----------------
+    def listen(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._loop.run_until_complete(self._listen())
+
+    async def _listen(self) -> None:
+        import websockets
+
+        url = self.base.replace("http://", "ws://") + "/ws/operator/"
+        while not self.stop.is_set():
+            try:
+                async with websockets.connect(
+                        url, additional_headers={"Cookie": f"sessionid={self.session}",
+                                                 "Origin": self.base}) as ws:
+                    self._socket_task = asyncio.current_task()
+                    while not self.stop.is_set():
+                        try:
+                            await asyncio.wait_for(ws.recv(), 1.0)
+                            self.wake.set()
+                        except asyncio.TimeoutError:
+                            continue
+            except (asyncio.CancelledError, OSError, Exception):  # dropped: connect again
+                await asyncio.sleep(0.2)
+
+    def drop_socket(self) -> None:
+        if self._loop and self._socket_task:
+            self._loop.call_soon_threadsafe(self._socket_task.cancel)
+            self.socket_drops += 1
+
+
+class ProgressWatch:
+    """Polls the database: when did each task last change (status, cursor, steps)?"""
+
+    def __init__(self):
+        self.stop = threading.Event()
+        self.seen: dict[str, tuple] = {}
+        self.changes: dict[str, list[float]] = {}
+        self.running_at: list[tuple[float, set[str]]] = []
+
+    def run(self) -> None:
+        from django.db import connection
+
+        try:
+            while not self.stop.is_set():
+                now = time.monotonic()
+                running = set()
+                for task in Task.objects.filter(device__name__in=PHONES).values(
+                        "id", "status", "cursor"):
+                    steps = tuple(Task.objects.get(id=task["id"]).steps.values_list(
+                        "index", "status"))
+                    key = str(task["id"])
+                    state = (task["status"], task["cursor"], steps)
+                    if self.seen.get(key) != state:
+                        self.seen[key] = state
+                        self.changes.setdefault(key, []).append(now)
+                    if task["status"] == "running":
+                        running.add(key)
+                self.running_at.append((now, running))
+                time.sleep(0.2)
+        finally:
+            connection.close()
+
+    def recovery_after(self, moment: float) -> float:
+        """The longest wait, over the tasks running at ``moment``, for their next change."""
+        running = next((r for t, r in self.running_at if t >= moment), set())
+        waits = []
+        for key in running:
+            later = [t for t in self.changes.get(key, []) if t > moment]
+            waits.append((later[0] if later else time.monotonic()) - moment)
+        return max(waits, default=0.0)
+
+
+@pytest.fixture
+def chaos_stack(demo, tmp_path):
+    from django.test import Client
+
+    from frontend.models import ApiToken
+
+    for name in PHONES:
+        Device.objects.create(name=name, width=1080, height=2400)
+    port = free_port()
+    stack = Stack(devices=PHONES, journal=tmp_path / "journal", workers=2, pool="prefork",
+                  concurrency=1, action_latency=0.5, serve_port=port, tag="chaos",
+                  env_extra={"KAIROS_STALL_SECONDS": str(STALL),
+                             "KAIROS_SWEEP_INTERVAL": str(SWEEP),
+                             "KAIROS_DEVICE_TIMEOUT": str(DEVICE_TIMEOUT),
+                             "KAIROS_MAX_STEPS": "8", "ALLOWED_HOSTS": "127.0.0.1"})
+    for name in stack.names:
+        (ARTIFACTS / f"chaos-{name}.log").unlink(missing_ok=True)
+    stack.start_all()
+    base = f"http://127.0.0.1:{port}"
+    wait_for(lambda: _up(base), timeout=90, what="the server")
+    _, token = ApiToken.issue(demo["operator"])
+    client = Client()
+    client.force_login(demo["operator"])
+    operator = ScriptedOperator(base, token, client.cookies["sessionid"].value)
+    try:
+        yield stack, operator
+    finally:
+        operator.stop.set()
+        stack.stop_all()
+
+
+def _up(base: str) -> bool:
+    try:
+        return httpx.get(base + "/healthz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def suite_tasks(n: int) -> list[tuple[str, str, str]]:
+    from devices.sim import find_suite
+
+    rows = []
+    for suite in ("toggles", "everyday"):
+        try:
+            rows += [(suite, t.id, t.instruction) for t in find_suite(suite).tasks]
+        except Exception:
+            continue
+    random.Random(SEED).shuffle(rows)
+    return (rows * (n // max(1, len(rows)) + 1))[:n]
+
+
+def test_chaos(chaos_stack):
+    import logging
+
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    stack, operator = chaos_stack
+    rng = random.Random(SEED)
+    threads = [threading.Thread(target=operator.answer, daemon=True),
+               threading.Thread(target=operator.listen, daemon=True)]
+    watch = ProgressWatch()
+    threads.append(threading.Thread(target=watch.run, daemon=True))
+    for thread in threads:
+        thread.start()
+
+    created = []
+    for n, (suite, task_id, instruction) in enumerate(suite_tasks(TASKS)):
+        code, body = operator.call("POST", "/api/tasks", {
+            "instruction": instruction, "device": PHONES[n % len(PHONES)], "threshold": 4,
+            "suite": suite, "suite_task": task_id})
+        assert code == 201, body
+        created.append(body["id"])
+
+    events: list[tuple[float, str]] = []
+    kinds = ["worker_children", "worker_group", "device_host", "socket"]
+    plan = rng.sample(kinds, len(kinds))  # every kind of fault at least once, then at random
+    started = time.monotonic()
+    while time.monotonic() - started < CHAOS_SECONDS:
+        # The first faults come early, while every phone is busy.
+        time.sleep(rng.uniform(1.0, 3.0) if len(events) < 3 else rng.uniform(3.0, 6.0))
+        kind = plan.pop(0) if plan else rng.choice(kinds)
+        moment = time.monotonic()
+        if kind == "socket":
+            operator.drop_socket()
+        elif kind == "device_host":
+            stack.kill("device_host")
+            time.sleep(rng.uniform(0.2, 1.5))
+            stack.restart("device_host")
+        else:
+            worker = rng.choice(["worker1", "worker2"])
+            if kind == "worker_children":
+                if not stack.kill_children(worker):
+                    continue
+            else:
+                stack.kill(worker)
+                time.sleep(rng.uniform(0.2, 1.5))
+                stack.restart(worker)
+        events.append((moment, kind))
+
+    def settled():
+        open_tasks = Task.objects.filter(id__in=created).exclude(
+            status__in=("succeeded", "failed", "aborted"))
+        return not [t for t in open_tasks if not t.tickets.filter(
+            status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED)).exists()]
+
+    wait_for(settled, timeout=BOUND + 30.0 * TASKS / len(PHONES), every=0.5,
+             what="every task to finish or wait at an open ticket")
+    operator.stop.set()
+    watch.stop.set()
+    time.sleep(0.5)
+
+    # --- invariants, from the database and from the phones' own log ---------------
+    tasks = list(Task.objects.filter(id__in=created))
+    performed = [(e["task"], e["step"]) for e in read_action_log(
+        stack.journal / "actions.jsonl") if e["task"] in set(created)]
+    doubled = [k for k, c in Counter(performed).items() if c > 1]
+    done, lost, stuck = set(), [], []
+    for task in tasks:
+        for step in task.steps.all():
+            if step.status == StepStatus.DONE and step.executed_action and \
+                    step.executed_action["type"] not in TERMINAL_TYPES:
+                done.add((str(task.id), step.index))
+            waiting = step.status == StepStatus.WAITING and step.tickets.filter(
+                status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED)).exists()
+            if step.status not in (StepStatus.DONE, StepStatus.CANCELLED, StepStatus.ANSWERED) \
+                    and not waiting and not task.is_finished:
+                lost.append((str(task.id), step.index, step.status))
+        if not task.is_finished and not task.tickets.filter(status__in=("open", "claimed")):
+            stuck.append(str(task.id))
+    server_log = (ARTIFACTS / "chaos-serve.log").read_text(errors="replace")
+    fivexx = sum(c for s, c in operator.statuses.items() if isinstance(s, int) and s >= 500)
+    recoveries = [watch.recovery_after(t) for t, k in events if k != "socket"]
+    during_work = sum(1 for t, k in events if k != "socket" and next(
+        (r for m, r in watch.running_at if m >= t), set()))
+    report = {
+        "seed": SEED, "tasks": len(tasks), "phones": len(PHONES),
+        "chaos_seconds": CHAOS_SECONDS,
+        "kills": dict(Counter(k for _, k in events if k != "socket")),
+        "kills_while_a_task_ran": during_work,
+        "restarts": sum(stack.starts.values()) - len(stack.names),
+        "socket_drops": operator.socket_drops,
+        "tickets_resolved": operator.resolved,
+        "finished": dict(Counter(t.status for t in tasks)),
+        "why_failed": dict(Counter(t.error[:60] or "predicate not met" for t in tasks
+                                   if t.status == "failed")),
+        "actions_performed": len(performed), "steps_done": len(done),
+        "actions_doubled": len(doubled), "steps_lost": len(lost), "stuck_tasks": len(stuck),
+        "http_5xx": fivexx, "http_statuses": {str(k): v for k, v in operator.statuses.items()},
+        "longest_kill_to_progress_s": round(max(recoveries, default=0.0), 1),
+    }
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    (ARTIFACTS / "chaos-report.json").write_text(json.dumps(report, indent=2))
+    print("\nchaos report:", json.dumps(report))
+
+    assert events, "the chaos monkey did nothing"
+    assert performed, "the phones performed nothing: the run measured nothing"
+    assert doubled == [], f"actions run twice: {doubled}"
+    assert set(performed) == done, (
+        f"phone log and steps done differ: only logged {sorted(set(performed) - done)}, "
+        f"only done {sorted(done - set(performed))}")
+    assert lost == [] and stuck == []
+    assert fivexx == 0 and "Traceback" not in server_log and "Internal Server Error" not in \
+        server_log, server_log[-3000:]
+    assert max(recoveries, default=0.0) <= BOUND
