@@ -29,7 +29,6 @@ from frontend.models import ApiToken
 from tests.frontend.conftest import save_screenshot
 
 ROOT = Path(__file__).resolve().parents[2]
-PASSWORD = "pw-for-tests-1"  # the demo fixture's
 TIMEOUT = 30_000
 pytestmark = [pytest.mark.browser, pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
@@ -130,14 +129,18 @@ def test_an_operator_watches_and_takes_over_an_adb_phone_in_the_full_stack(
     context = browser.new_context(viewport={"width": 1360, "height": 900})
     page = context.new_page()
     try:
-        page.goto(url + "/login/")
-        page.fill("input[name=username]", "operator")
-        page.fill("input[name=password]", PASSWORD)
-        page.click("button[type=submit]")
+        # The operator's session, made here (the login form has tests of its own).
+        from django.test import Client
+
+        client = Client()
+        client.force_login(demo["operator"])
+        context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value,
+                              "url": url}])
         page.goto(url + "/console/")
         row = page.locator("#queue tbody tr[data-ticket-id]", has_text="red shoes").first
         expect(row).to_be_visible(timeout=TIMEOUT)
         row.locator("a").click()
+        page.get_by_role("button", name="Claim", exact=True).click()  # opening only shows it
         expect(page.locator("#holder")).to_contain_text("held by you", timeout=TIMEOUT)
 
         page.keyboard.press("t")  # take over: the phone's live video replaces the shot
