@@ -15,7 +15,7 @@ from agents.models import (
     DecidedBy, Decision, Message, StepStatus, TaskStatus, TicketKind, TicketReason, TicketStatus,
 )
 from devices.actions import ACTION_TYPES, DIRECTIONS
-from devices.models import DeviceKind, DeviceStatus
+from devices.models import LIVE_DEVICE_STATUSES, DeviceKind
 
 
 def choices(values: Any) -> Any:
@@ -55,8 +55,7 @@ class DeviceOut(Out):
     id: str
     name: str
     kind: choices(DeviceKind.values)  # type: ignore[valid-type]
-    # "busy" is computed: an online phone a task is driving (services.devices_json)
-    status: choices([*DeviceStatus.values, "busy"])  # type: ignore[valid-type]
+    status: choices(LIVE_DEVICE_STATUSES)  # type: ignore[valid-type]
     width: int
     height: int
 
