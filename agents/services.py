@@ -33,7 +33,7 @@ from devices.actions import (
     validate_action,
 )
 from devices.host import DeviceError, get_device_client
-from devices.models import Device
+from devices.models import Device, DeviceStatus
 from devices.uitree import nodes_from_json, screen_signature
 
 logger = logging.getLogger(__name__)
@@ -200,6 +200,28 @@ def check_backend(name: Any, device: Device) -> str:
     return name
 
 
+def devices_json(devices: Any) -> list[dict[str, Any]]:
+    """Devices as the API lists them: ``status`` is ``offline`` as its host reports, else
+    ``busy`` while a task runs on it, else ``online``."""
+    devices = list(devices)
+    busy = set(Task.objects.filter(device__in=devices, status__in=ACTIVE_TASK_STATUSES)
+               .exclude(status=TaskStatus.QUEUED).values_list("device_id", flat=True))
+    out = []
+    for device in devices:
+        data = device.to_json()
+        if device.status != DeviceStatus.OFFLINE and device.id in busy:
+            data["status"] = "busy"
+        out.append(data)
+    return out
+
+
+def check_device_online(device: Device) -> None:
+    """A phone its device host reports offline (unplugged, its host stopped) takes no task."""
+    if device.status == DeviceStatus.OFFLINE:
+        raise Conflict(f"device '{device.name}' is offline: plug it in (or start the "
+                       "device_host of its machine) and try again")
+
+
 def check_suite(name: Any, task_id: Any) -> tuple[str, str]:
     """A suite named over the API: a bundled suite, or a file of ``KAIROS_SUITES_DIR``.
 
@@ -246,6 +268,7 @@ def create_task(
         raise Conflict(f"the phone '{device.name}' is disabled by an admin")
     threshold = check_threshold(threshold, device)
     backend = check_backend(backend, device)
+    check_device_online(device)
     if backend == "oracle" and not suite:
         raise ServiceError("the oracle backend needs a suite task")
     with transaction.atomic():
@@ -439,7 +462,7 @@ def _propose_step(task: Task, index: int) -> Step | None:
     ctx = StepContext(
         instruction=task.instruction, observation=observation, history=_history(task),
         answers=list(task.answers), excluded_elements=set(task.excluded_elements),
-        apps=client.info(task.device.name).apps if task.device.kind == "sim" else (),
+        apps=client.info(task.device.name).apps,  # adb phones list theirs too
         references=_references(task), asked=list(task.asked), step_index=index,
     )
     try:

@@ -51,19 +51,21 @@ class LowConfidenceBackend(AlternatingBackend):
 class _Rig:
     """The bench's phone, operator, server and cleanup."""
 
-    def __init__(self) -> None:
+    def __init__(self, phone: Any = None) -> None:
         from django.contrib.auth.models import Group, User
         from django.test import Client
 
-        from devices.host import LocalDeviceClient, build_sim_host, set_device_client
+        from devices.host import DeviceHost, LocalDeviceClient, build_sim_host, set_device_client
         from devices.models import Device
         from frontend.models import ApiToken
 
-        self.host = build_sim_host([BENCH_DEVICE])
+        self.host = (DeviceHost({BENCH_DEVICE: phone}) if phone is not None
+                     else build_sim_host([BENCH_DEVICE]))
         self.phone = self.host.device(BENCH_DEVICE)
         set_device_client(LocalDeviceClient(self.host))
         self.device, _ = Device.objects.update_or_create(
-            name=BENCH_DEVICE, defaults={"width": self.phone.info.width,
+            name=BENCH_DEVICE, defaults={"kind": self.phone.info.kind,
+                                         "width": self.phone.info.width,
                                          "height": self.phone.info.height})
         self.user, _ = User.objects.get_or_create(username=BENCH_OPERATOR)
         self.user.groups.add(Group.objects.get_or_create(name="operators")[0])
@@ -227,32 +229,76 @@ def bench_tickets(samples: int = 50) -> dict[str, Any]:
 
 # --- stream --------------------------------------------------------------------------
 
-def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0) -> dict[str, Any]:
+class NothingToMeasure(RuntimeError):
+    """The bench could not set up what it measures (it would report 0 frames)."""
+
+
+def focus_text_field(phone: Any) -> None:
+    """Leave ``phone`` on a focused text field where every TYPE changes the screen.
+
+    Works through the device protocol only (observe/perform), so it serves any phone. Apps
+    may open behind a modal prompt (Maps asks for the location first) that swallows keys:
+    each app with a text field is tried, a prompt is dismissed with BACK, and the field is
+    accepted only once two different texts typed into it both changed the screen.
+    """
+    from devices.actions import Action
+
+    for app in phone.info.apps:
+        phone.perform(Action("PRESS_HOME"))
+        phone.perform(Action("OPENAPP", app=app.name))
+        for _ in range(3):
+            field = next((n for n in phone.observe().nodes if "Edit" in n.short_class), None)
+            if field is None:
+                break
+            phone.perform(Action("CLICK", x=field.center[0], y=field.center[1]))
+            if all(phone.perform(Action("TYPE", text=f"bench focus {n}")).changed
+                   for n in (1, 2)):
+                return
+            phone.perform(Action("PRESS_BACK"))  # a prompt in the way: dismiss it, retry
+    raise NothingToMeasure(f"no app on {phone.info.name} has a text field whose typing "
+                           "changes the screen; bench stream would measure 0 frames")
+
+
+def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
+                 device: str = "sim", drive_hz: float = DRIVE_HZ) -> dict[str, Any]:
+    """``device`` "sim": the simulator's frames straight to the fan-out. "adb-fake": the
+    adb driver's scrcpy video through the real adb server from a fake phone that encodes
+    the simulator's screen to H.264 (decode + JPEG once per frame, then the fan-out);
+    latency runs from the fake phone's encoder to the viewer's socket."""
     from django.db import connection
 
     from devices.actions import Action
     from devices.streaming import device_group
 
-    rig = _Rig()
-    phone = rig.phone
-    # A text field whose content changes on every frame: no two frames are alike, so each
-    # received frame names the moment it was published.
-    phone.perform(Action("OPENAPP", app="Maps"))
-    field = next((n for n in phone.observe().nodes if "Edit" in n.short_class), None)
-    if field is not None:
-        phone.perform(Action("CLICK", x=field.center[0], y=field.center[1]))
+    if device not in ("sim", "adb-fake"):
+        raise NothingToMeasure(f"unknown bench device '{device}' (use 'sim' or 'adb-fake')")
+    adb: dict[str, Any] = {}
+    phone: Any = None
+    if device == "adb-fake":
+        adb = _adb_fake_phone(drive_hz)  # the fake phone types into its own field
+        rig = _Rig(adb["device"])
+    else:
+        rig = _Rig()
+        phone = rig.phone
+        try:
+            focus_text_field(phone)
+        except Exception:
+            rig.cleanup()
+            raise
     published: dict[bytes, float] = {}
     stop = threading.Event()
+    stop_driving = threading.Event()
     measuring = threading.Event()
+    last_seen: list[bytes] = [b""] * viewers
     results: dict[str, Any] = {}
 
     def drive() -> None:
         n = 0
         next_at = time.perf_counter()
-        while not stop.is_set():
+        while phone is not None and not stop.is_set() and not stop_driving.is_set():
             n += 1
             phone.perform(Action("TYPE", text=f"bench {n}"))
-            next_at += 1 / DRIVE_HZ
+            next_at += 1 / drive_hz
             delay = next_at - time.perf_counter()
             if delay > 0:
                 time.sleep(delay)  # the driver paces the screen; nothing to await
@@ -273,6 +319,7 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0) ->
                     if isinstance(message, str):
                         continue
                     now = time.perf_counter()
+                    last_seen[i] = message
                     if connecting:
                         first.append((now - connecting) * 1000)
                         connecting = 0.0
@@ -305,11 +352,16 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0) ->
         async def publish() -> None:
             last = -1
             while not stop.is_set():
-                frame = await asyncio.to_thread(phone.wait_for_frame, last, 0.5)
+                frame = await asyncio.to_thread(rig.phone.wait_for_frame, last, 0.5)
                 if frame is None:
                     continue
                 last = frame.number
-                published[frame.jpeg] = time.perf_counter()
+                if adb:
+                    encoded = adb["encoded_at"](frame.jpeg)
+                    if encoded is not None:
+                        published[frame.jpeg] = encoded
+                else:
+                    published[frame.jpeg] = time.perf_counter()
                 await layer.group_send(layer_group, {
                     "type": "screen.frame", "number": frame.number, "jpeg": frame.jpeg,
                     "width": frame.width, "height": frame.height})
@@ -326,6 +378,10 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0) ->
         measuring.clear()
         results["cpu_s"] = time.process_time() - cpu_start
         results["wall_s"] = time.perf_counter() - wall_start
+        results["wall_start"] = wall_start
+        if adb:
+            results["last_frame_shown"] = await _last_frame_shown(adb, driver, stop_driving,
+                                                                  last_seen)
         stop.set()
         await asyncio.to_thread(watcher.join, 10)
         await asyncio.to_thread(driver.join, 10)
@@ -337,6 +393,7 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0) ->
         _run(main)
     finally:
         rig.cleanup()
+        _close_adb(adb)
     wall = results["wall_s"]
     per_viewer = [len(f) / wall for f in results["frames"]]
     latencies = results["latencies"]
@@ -345,15 +402,113 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0) ->
     server_cpu = max(0.0, results["cpu_s"] - viewer_cpu)
     return {
         "bench": "stream", "viewers": viewers, "seconds": round(wall, 2),
-        "screen_changes_per_s": DRIVE_HZ,
+        "frames": sum(len(f) for f in results["frames"]),
+        "screen_changes_per_s": drive_hz,
         "fps_per_viewer": round(min(per_viewer), 1) if per_viewer else 0.0,
         "fps_per_viewer_mean": round(statistics.mean(per_viewer), 1) if per_viewer else 0.0,
         "frame_latency_p50_ms": round(statistics.median(latencies), 2) if latencies else None,
         "frame_latency_p95_ms": round(percentile(latencies, 0.95), 2) if latencies else None,
         "first_frame_max_ms": round(max(results["first"]), 2) if results["first"] else None,
         "bytes_per_frame": round(statistics.mean(results["sizes"])) if results["sizes"] else 0,
+        "device": device,
+        **({"last_frame_shown": results.get("last_frame_shown"),
+            # what the phone itself produced: viewers cannot get more than this
+            "phone_fps": round(adb["sent_between"](results["wall_start"],
+                                                   results["wall_start"] + wall) / wall, 1)}
+           if adb else {}),
         "server_cpu_s": round(server_cpu, 3),
         "server_cpu_per_s": round(server_cpu / wall, 3),
         "viewer_clients_cpu_s": round(viewer_cpu, 3),
         "database": connection.vendor, "channel_layer": _layer_name(),
     }
+
+
+# --- the fake adb phone of ``bench stream --device adb-fake`` ---------------------------
+
+def _adb_fake_phone(drive_hz: float) -> dict[str, Any]:
+    """A fake phone in its own process (``python -m devices.adb.fake``: its rendering and
+    encoding are the phone's work, not the server's), the real adb server connected to
+    it, and the adb driver with its scrcpy session up."""
+    import subprocess
+    import sys
+
+    from devices.adb.driver import AdbDevice
+    from devices.adb.fake.rig import FakeAdbRig
+
+    proc = subprocess.Popen([sys.executable, "-m", "devices.adb.fake", "--drive-hz",
+                             str(drive_hz)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, bufsize=1)
+    sent: dict[int, float] = {}
+    last: list[str] = []
+    got_last = threading.Event()
+    first = proc.stdout.readline().split() if proc.stdout else []
+    if first[:1] != ["serial"]:
+        proc.kill()
+        raise NothingToMeasure("the fake phone did not start")
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            parts = line.split()
+            if parts[:1] == ["sent"]:
+                sent[int(parts[1])] = float(parts[2])
+            elif parts[:1] == ["last"]:
+                last.append(parts[1])
+                got_last.set()
+
+    threading.Thread(target=read, daemon=True, name="bench-fake-phone").start()
+    adb_rig = FakeAdbRig()
+    adb_rig.client.connect(first[1], timeout=10)
+    adb_rig.wait_state(first[1], "device")
+    pts_of: dict[bytes, int] = {}
+    driver = AdbDevice(first[1], adb_rig.client, video=True, timeout=10)
+    driver.session.on_frame = lambda frame, pts: pts_of.__setitem__(frame.jpeg, pts)
+    adb = {"device": driver, "rig": adb_rig, "proc": proc}
+    if not driver.session.wait_up(15):
+        _close_adb(adb)
+        raise NothingToMeasure("the fake phone's scrcpy video did not start")
+
+    def encoded_at(jpeg: bytes) -> float | None:
+        pts = pts_of.pop(jpeg, None)
+        return sent.get(pts) if pts is not None else None
+
+    def last_sent_pts() -> int | None:
+        """Stop the typing; the pts of the last frame the phone encodes."""
+        assert proc.stdin is not None
+        proc.stdin.write("stop\n")
+        proc.stdin.flush()
+        if not got_last.wait(10) or last[0] == "none":
+            return None
+        return int(last[0])
+
+    def sent_between(start: float, end: float) -> int:
+        return sum(1 for at in list(sent.values()) if start <= at < end)
+
+    adb.update(encoded_at=encoded_at, last_sent_pts=last_sent_pts, sent_between=sent_between)
+    return adb
+
+
+async def _last_frame_shown(adb: dict[str, Any], driver: threading.Thread,
+                            stop_driving: threading.Event, last_seen: list[bytes]) -> bool:
+    """Once the screen stops changing, does every viewer show the last frame the phone
+    encoded? A decoder a frame behind never shows it (nothing pushes it out)."""
+    stop_driving.set()
+    await asyncio.to_thread(driver.join, 10)
+    target = await asyncio.to_thread(adb["last_sent_pts"])
+    session = adb["device"].session
+    deadline = time.perf_counter() + 5
+    while time.perf_counter() < deadline:
+        frame = session.latest_frame()
+        if (target is not None and session.frame_pts == target and frame is not None
+                and all(seen == frame.jpeg for seen in last_seen)):
+            return True
+        await asyncio.sleep(0.02)  # polling other threads' progress in a bench, not a test
+    return False
+
+
+def _close_adb(adb: dict[str, Any]) -> None:
+    if adb:
+        adb["device"].close()
+        adb["rig"].close()
+        adb["proc"].kill()
+        adb["proc"].wait(10)

@@ -9,6 +9,14 @@ and the console reach it through a :class:`DeviceClient`:
   ``device_host`` command serves them (one thread per device, so a phone is never driven
   by two requests at once) and keeps each device's newest frame in Redis.
 
+Many machines: each runs one ``device_host``. A host serves a device only while it holds
+the device's owner key in Redis (``SET NX`` with a short expiry, renewed while it
+serves), so two hosts that both see a phone never both drive it; requests for a device go
+to its list and only the owner pops them. A host that dies stops renewing: its phones'
+keys expire within :data:`OWNER_TTL` seconds, callers are told the phone is offline, and
+another host that sees the phone takes it over, dropping requests queued before it did.
+Each host also announces itself and what it owns (:func:`announced_hosts`).
+
 A device that does not answer in time raises :class:`DeviceError`, which the agent loop
 turns into a ``device_error`` ticket.
 """
@@ -36,6 +44,25 @@ REQUEST_KEY = "kairos:devhost:requests:{name}"
 REPLY_KEY = "kairos:devhost:reply:{id}"
 FRAME_KEY = "kairos:devhost:frame:{name}"
 ALIVE_KEY = "kairos:devhost:alive:{name}"
+OWNER_KEY = "kairos:devhost:owner:{name}"
+HOST_KEY = "kairos:devhost:host:{id}"
+HOSTS_KEY = "kairos:devhost:hosts"
+OWNER_TTL = 5  # seconds a dead host's phones stay claimed
+
+# Claim or renew a device's owner key; 1 when this host owns it now.
+_CLAIM_LUA = """
+local owner = redis.call('GET', KEYS[1])
+if owner == false or owner == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', tonumber(ARGV[2]))
+  return 1
+end
+return 0
+"""
+# Give a device up, only if this host still owns it.
+_RELEASE_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
 
 
 class DeviceError(RuntimeError):
@@ -109,6 +136,16 @@ class DeviceHost:
         self._locks = {name: threading.RLock() for name in devices}
         self._suites: dict[str, Any] = {}
         self._performed: dict[str, dict[str, Any]] = {name: {} for name in devices}
+
+    def attach(self, name: str, device: Any) -> None:
+        """A device that appeared (a phone plugged in) joins this host."""
+        self._locks.setdefault(name, threading.RLock())
+        self._performed.setdefault(name, {})  # kept across a replug: no step runs twice
+        self.devices[name] = device
+
+    def detach(self, name: str) -> Any:
+        """A device that went away leaves this host; returns it (or None)."""
+        return self.devices.pop(name, None)
 
     def device(self, name: str) -> Any:
         try:
@@ -246,6 +283,10 @@ class DeviceClient:
     def latest_frame(self, name: str) -> Frame | None:
         return self.call(name, "frame")
 
+    def present(self, names: list[str]) -> dict[str, bool]:
+        """Which of ``names`` a device host serves right now."""
+        raise NotImplementedError  # pragma: no cover - interface
+
     def reset(self, name: str, suite: str = "", task: str = "") -> None:
         self.call(name, "reset", suite=suite, task=task)
 
@@ -268,6 +309,9 @@ class LocalDeviceClient(DeviceClient):
 
     def __init__(self, host: DeviceHost):
         self.host = host
+
+    def present(self, names: list[str]) -> dict[str, bool]:
+        return {name: name in self.host.devices for name in names}
 
     def call(self, name: str, op: str, **args: Any) -> Any:
         try:
@@ -310,6 +354,9 @@ class RedisDeviceClient(DeviceClient):
         if op == "frame":
             blob = self._redis_call(self.redis.get, FRAME_KEY.format(name=name))
             return _unpack_frame(blob) if blob else None
+        if not self._redis_call(self.redis.exists, OWNER_KEY.format(name=name)):
+            raise DeviceError(f"device '{name}' is offline: no device host serves it "
+                              "(is it plugged in, and is its machine's device_host running?)")
         request_id = uuid.uuid4().hex
         sent = time.time()
         # The deadline travels with the request: the host drops a request its caller has
@@ -332,6 +379,12 @@ class RedisDeviceClient(DeviceClient):
             return observation_from_json(result)
         return result
 
+    def present(self, names: list[str]) -> dict[str, bool]:
+        if not names:
+            return {}
+        owners = self._redis_call(self.redis.mget, [OWNER_KEY.format(name=n) for n in names])
+        return {name: owner is not None for name, owner in zip(names, owners)}
+
     def _redis_call(self, fn: Callable, *args: Any, **kwargs: Any) -> Any:
         import redis
 
@@ -342,36 +395,122 @@ class RedisDeviceClient(DeviceClient):
 
 
 class RedisHostServer:
-    """Serves a :class:`DeviceHost` over Redis: one thread per device."""
+    """Serves a :class:`DeviceHost` over Redis: one thread per device it owns."""
 
-    def __init__(self, host: DeviceHost, redis_url: str):
+    def __init__(self, host: DeviceHost, redis_url: str, host_id: str = "",
+                 on_ownership: Callable[[str, bool], None] | None = None):
+        import os
+        import socket
+
         import redis
 
         self.host = host
         self.redis_url = redis_url
         self.redis = redis.Redis.from_url(redis_url)
+        self.host_id = host_id or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+        self.on_ownership = on_ownership
         self.stop_event = threading.Event()
         self.threads: list[threading.Thread] = []
+        self.owned: set[str] = set()
+        self._claim = self.redis.register_script(_CLAIM_LUA)
+        self._release = self.redis.register_script(_RELEASE_LUA)
+        self._serving: set[str] = set()
 
     def start(self) -> None:
-        for name in self.host.devices:
+        for name in list(self.host.devices):
+            self.serve_device(name)
+        self.announce()
+        thread = threading.Thread(target=self._announce_loop, daemon=True,
+                                  name="devhost-announce")
+        thread.start()
+        self.threads.append(thread)
+
+    def serve_device(self, name: str) -> bool:
+        """Claim ``name`` now if no other host owns it, and serve it from now on (taking it
+        over later if its owner dies). True when this host owns it on return."""
+        owned = self._try_claim(name)
+        if name not in self._serving:
+            self._serving.add(name)
             for target in (self._serve, self._publish_frames):
                 thread = threading.Thread(target=target, args=(name,), daemon=True,
                                           name=f"devhost-{target.__name__}-{name}")
                 thread.start()
                 self.threads.append(thread)
+        return owned
+
+    def drop_device(self, name: str) -> None:
+        """Stop serving ``name`` (it went away) and free its owner key."""
+        self.host.detach(name)
+        self._serving.discard(name)
+        self._lose(name)
+        self.announce()
 
     def stop(self) -> None:
         self.stop_event.set()
+        for name in list(self.owned):
+            self._lose(name)
+        self.redis.delete(HOST_KEY.format(id=self.host_id))
+        self.redis.srem(HOSTS_KEY, self.host_id)
+
+    def announce(self) -> None:
+        """Tell every process which devices this host owns (``device_host --list``)."""
+        devices = {}
+        for name in sorted(self.owned):
+            device = self.host.devices.get(name)
+            if device is not None:
+                devices[name] = device.info.kind
+        waiting = sorted(set(self.host.devices) - self.owned)
+        record = json.dumps({"host": self.host_id, "devices": devices, "waiting": waiting,
+                             "at": time.time()})
+        self.redis.set(HOST_KEY.format(id=self.host_id), record, ex=OWNER_TTL * 2)
+        self.redis.sadd(HOSTS_KEY, self.host_id)
+
+    def _announce_loop(self) -> None:
+        while not self.stop_event.wait(1.0):
+            try:
+                self.announce()
+            except Exception:
+                logger.exception("device host: could not announce itself")
+
+    def _try_claim(self, name: str) -> bool:
+        owned = bool(self._claim(keys=[OWNER_KEY.format(name=name)],
+                                 args=[self.host_id, OWNER_TTL]))
+        if owned and name not in self.owned:
+            # requests queued before this host owned the phone are stale (their callers
+            # gave up, or a dead owner may have run them): never run them twice
+            self.redis.delete(REQUEST_KEY.format(name=name))
+            self.owned.add(name)
+            logger.info("device host %s now owns %s", self.host_id, name)
+            if self.on_ownership:
+                self.on_ownership(name, True)
+        elif not owned and name in self.owned:
+            self.owned.discard(name)
+            if self.on_ownership:
+                self.on_ownership(name, False)
+        return owned
+
+    def _lose(self, name: str) -> None:
+        if name in self.owned:
+            self.owned.discard(name)
+            self._release(keys=[OWNER_KEY.format(name=name)], args=[self.host_id])
+            if self.on_ownership:
+                self.on_ownership(name, False)
 
     def _serve(self, name: str) -> None:
         import redis
 
         conn = redis.Redis.from_url(self.redis_url)
         key = REQUEST_KEY.format(name=name)
-        conn.delete(key)  # requests older than this host are stale: their callers gave up
-        while not self.stop_event.is_set():
-            conn.set(ALIVE_KEY.format(name=name), "1", ex=5)
+        while not self.stop_event.is_set() and name in self._serving:
+            try:
+                if not self._try_claim(name):  # another host drives it: wait for it to die
+                    self.stop_event.wait(1.0)
+                    continue
+            except redis.RedisError:
+                logger.exception("device host: Redis unreachable")
+                self.stop_event.wait(1.0)
+                continue
+            conn.set(ALIVE_KEY.format(name=name), "1", ex=OWNER_TTL)
             item = conn.blpop([key], timeout=1)
             if item is None:
                 continue
@@ -398,16 +537,39 @@ class RedisHostServer:
     def _publish_frames(self, name: str) -> None:
         from devices.streaming import publish_frame
 
-        device = self.host.device(name)
         last = -1
-        while not self.stop_event.is_set():
-            frame = device.wait_for_frame(last, timeout=1.0) if last >= 0 else device.latest_frame()
-            if frame is None:
+        while not self.stop_event.is_set() and name in self._serving:
+            device = self.host.devices.get(name)
+            if device is None or name not in self.owned:
+                self.stop_event.wait(0.5)
+                continue
+            try:
+                frame = (device.wait_for_frame(last, timeout=1.0) if last >= 0
+                         else device.latest_frame())
+            except Exception:  # a phone going away mid-frame: the discovery drops it
+                logger.warning("device %s: no frame", name, exc_info=True)
+                self.stop_event.wait(1.0)
+                continue
+            if frame is None or not frame.jpeg:
                 continue
             last = frame.number
             self.redis.set(FRAME_KEY.format(name=name), _pack_frame(frame), ex=3600)
             publish_frame(name, frame)
 
+
+def announced_hosts(redis_url: str) -> list[dict[str, Any]]:
+    """Every live device host and the devices it owns (dead ones have expired)."""
+    import redis
+
+    conn = redis.Redis.from_url(redis_url)
+    hosts = []
+    for host_id in sorted(conn.smembers(HOSTS_KEY)):
+        record = conn.get(HOST_KEY.format(id=host_id.decode()))
+        if record is None:
+            conn.srem(HOSTS_KEY, host_id)
+            continue
+        hosts.append(json.loads(record))
+    return hosts
 
 def _expired(request: dict[str, Any]) -> bool:
     deadline = request.get("deadline")

@@ -253,6 +253,31 @@ def node_at(nodes: list[UINode], x: int, y: int, *, clickable_only: bool = False
     return best
 
 
+def nodes_to_uiautomator_xml(nodes: list[UINode], rotation: int = 0) -> str:
+    """The node list as ``uiautomator dump`` writes it: the inverse of the parser above.
+
+    Used by the fake adb phone of the tests (a simulated screen seen through adb); nodes
+    nest by their ``parent`` links, attributes in AOSP's order.
+    """
+    root = ET.Element("hierarchy", rotation=str(rotation))
+    elements: dict[int, ET.Element] = {}
+    for node in nodes:
+        parent = elements.get(node.parent) if node.parent is not None else None
+        attrs = {
+            "index": str(sum(1 for n in nodes[:node.index] if n.parent == node.parent)),
+            "text": node.text, "resource-id": node.resource_id, "class": node.cls,
+            "package": node.package, "content-desc": node.content_desc,
+        }
+        for attr in BOOL_ATTRS:
+            attrs[attr] = "true" if getattr(node, attr.replace("-", "_")) else "false"
+        attrs["bounds"] = format_bounds(node.bounds)
+        if node.naf:
+            attrs["NAF"] = "true"
+        elements[node.index] = ET.SubElement(parent if parent is not None else root, "node",
+                                             attrs)
+    return "<?xml version='1.0' encoding='UTF-8' standalone='yes' ?>" + ET.tostring(
+        root, encoding="unicode")
+
 SYSTEM_UI_PACKAGE = "com.android.systemui"
 
 

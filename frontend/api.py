@@ -261,8 +261,9 @@ def task_detail(task: Any) -> dict[str, Any]:
 
 @api.get("/devices", response={200: list[DeviceOut], **errors()}, tags=["devices"])
 def list_devices(request: HttpRequest):
-    """The phones you may run tasks on."""
-    return [d.to_json() for d in services.usable_devices(request.user)]
+    """The phones you may run tasks on; ``status`` is online, busy (a task runs on it) or
+    offline (unplugged, or no device host serves it)."""
+    return services.devices_json(services.usable_devices(request.user))
 
 
 @api.post("/tasks", response={201: TaskOut, **errors(403, 404, 503)}, tags=["tasks"],

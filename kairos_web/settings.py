@@ -238,6 +238,17 @@ KAIROS_CLAIM_TIMEOUT = envfloat("KAIROS_CLAIM_TIMEOUT", 300.0)
 KAIROS_SIM_DEVICES = [
     n.strip() for n in os.environ.get("KAIROS_SIM_DEVICES", "sim-1,sim-2").split(",") if n.strip()
 ]
+# Android phones over adb: the adb server is found where adb's own clients look for it.
+ANDROID_ADB_SERVER_PORT = envint("ANDROID_ADB_SERVER_PORT", 5037)
+KAIROS_ADB_HOST = os.environ.get("KAIROS_ADB_HOST", "127.0.0.1")
+KAIROS_ADB = os.environ.get("KAIROS_ADB", "auto")  # device_host: serve adb phones? auto|on|off
+if KAIROS_ADB not in ("auto", "on", "off"):
+    raise ImproperlyConfigured("KAIROS_ADB must be auto, on or off")
+KAIROS_ADB_CONNECT = [  # Wi-Fi phones (host:port) the device host keeps `adb connect`-ed
+    a.strip() for a in os.environ.get("KAIROS_ADB_CONNECT", "").split(",") if a.strip()
+]
+KAIROS_ADB_MAX_SIZE = envint("KAIROS_ADB_MAX_SIZE", 800)  # live video: longest side, pixels
+
 # Suite files a caller may name over the API besides the bundled ones (by file stem).
 KAIROS_SUITES_DIR = os.environ.get("KAIROS_SUITES_DIR", "")
 KAIROS_LLM_BASE_URL = os.environ.get("KAIROS_LLM_BASE_URL", "")

@@ -1,7 +1,13 @@
-"""Measure this installation (CONTRACT ``bench``): prints one JSON object."""
+"""Measure this installation (CONTRACT ``bench``): prints one JSON object.
+
+A bench that measured nothing (0 frames, 0 samples) prints its result and exits non-zero,
+so a broken set-up cannot pass for a number. ``--smoke`` runs each bench briefly; CI runs
+every bench once that way (``tests/test_bench_smoke.py``).
+"""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -9,15 +15,43 @@ from django.db import connection
 
 BENCHES = ("observe", "loop", "tickets", "stream", "tokens", "review")
 
+# The count in each bench's result that says how much it measured; 0 (or missing) fails.
+MEASURED = {"observe": "samples", "loop": "steps", "tickets": "samples", "stream": "frames",
+            "tokens": "steps"}
+
+# Short runs for CI: enough to prove the bench measures something, not to time it.
+SMOKE = {"observe": {"samples": 5}, "loop": {"samples": 3}, "tickets": {"samples": 2},
+         "stream": {"seconds": 1.0}, "tokens": {}, "review": {}}
+
+
+def nothing_measured(name: str, result: dict[str, Any]) -> str | None:
+    """Why ``result`` of bench ``name`` measured nothing, or None when it measured something."""
+    key = MEASURED.get(name)
+    if key is None:
+        return None
+    if not result.get(key):
+        return f"bench {name} measured nothing ({key} = {result.get(key)!r})"
+    if name == "stream" and not result.get("fps_per_viewer"):
+        return "bench stream: a viewer received no frame (fps_per_viewer = 0)"
+    if name == "stream" and result.get("last_frame_shown") is False:
+        return "bench stream: the last frame the phone sent never reached every viewer"
+    return None
+
 
 class Command(BaseCommand):
-    help = "Benchmarks: observe, loop, tickets, stream (--viewers N), tokens, review."
+    help = ("Benchmarks: observe, loop, tickets, stream (--viewers N, --device NAME), tokens, "
+            "review. Exits non-zero when a bench measured nothing.")
 
     def add_arguments(self, parser):
         parser.add_argument("name", choices=BENCHES)
         parser.add_argument("--json", action="store_true", help="one JSON object only")
         parser.add_argument("--viewers", type=int, default=1, help="stream: number of viewers")
+        parser.add_argument("--device", default="sim",
+                            help="observe, stream: the phone, 'sim' (default) or 'adb-fake' "
+                                 "(the adb driver and scrcpy against the fake phone)")
         parser.add_argument("--samples", type=int, default=None, help="how many measurements")
+        parser.add_argument("--seconds", type=float, default=None,
+                            help="stream: how long to measure (default 5)")
         parser.add_argument("--errands", default=None,
                             help="observe: time the oracle on this suite's multi-app tasks "
                                  "(default: every bundled one)")
@@ -26,13 +60,18 @@ class Command(BaseCommand):
         parser.add_argument("--tickets", type=int, default=20_000,
                             help="review: tickets to seed (default 20,000)")
         parser.add_argument("--smoke", action="store_true",
-                            help="review: a small, quick run (600 steps, 120 tickets)")
+                            help="a short run that only proves the bench measures something "
+                                 "(review: 600 steps, 120 tickets)")
         parser.add_argument("--keep", action="store_true",
                             help="review: leave the seeded log in the database")
         parser.add_argument("--reuse", action="store_true",
                             help="review: measure the log a --keep run left (no new seed)")
 
     def handle(self, *args, name: str, **opts):
+        if opts["smoke"]:
+            for key, value in SMOKE[name].items():
+                if opts.get(key) is None:
+                    opts[key] = value
         result = self._run(name, opts)
         result.setdefault("database", connection.vendor)
         result.setdefault("channel_layer",
@@ -42,9 +81,17 @@ class Command(BaseCommand):
         else:
             for key, value in result.items():
                 self.stdout.write(f"{key:>28}: {value}")
+        problem = nothing_measured(name, result)
+        if problem:
+            raise CommandError(problem)
 
     def _run(self, name: str, opts) -> dict:
         samples = opts["samples"]
+        if name == "observe" and opts["device"] == "adb-fake":
+            from devices.adb.bench import bench_adb_observe
+
+            return {"bench": "observe", **bench_adb_observe(**({"samples": samples}
+                                                              if samples else {}))}
         if name == "observe":
             from devices.sim import SimLoadError
             from devices.sim.bench import bench_observe, errand_tasks
@@ -56,7 +103,8 @@ class Command(BaseCommand):
                     raise CommandError(f"no task of {opts['errands']} spans two apps: "
                                        "no errand was timed")
                 result = bench_observe(**({"samples": samples} if samples else {}),
-                                       errands=opts["errands"])
+                                       errands=opts["errands"],
+                                       oracle=not opts["smoke"] or bool(opts["errands"]))
             except (SimLoadError, LookupError) as exc:
                 raise CommandError(str(exc)) from None
             if opts["errands"] and not result["oracle_errands"]:
@@ -70,6 +118,8 @@ class Command(BaseCommand):
         if name == "tokens":
             from agents.bench_tokens import bench_tokens
 
+            if opts["smoke"]:
+                return bench_tokens(suites=("toggles",), tasks=["dnd_on"])
             return bench_tokens()
         if name == "review":
             return self._review(opts)
@@ -80,7 +130,16 @@ class Command(BaseCommand):
                 return bench_stream.bench_tickets(**({"samples": samples} if samples else {}))
             if opts["viewers"] < 1:
                 raise CommandError("--viewers must be at least 1")
-            return bench_stream.bench_stream(viewers=opts["viewers"])
+            if opts["seconds"] is not None and opts["seconds"] <= 0:
+                raise CommandError("--seconds must be positive")
+            try:
+                return bench_stream.bench_stream(
+                    viewers=opts["viewers"], device=opts["device"],
+                    **({"drive_hz": 60.0} if opts["device"] == "adb-fake" else {}),
+                    **({"seconds": opts["seconds"]} if opts["seconds"] else {}),
+                    **({"warmup": 0.5} if opts["smoke"] else {}))
+            except bench_stream.NothingToMeasure as exc:
+                raise CommandError(str(exc)) from exc
         raise CommandError(f"unknown benchmark '{name}'")
 
     def _review(self, opts) -> dict:

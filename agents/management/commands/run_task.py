@@ -10,8 +10,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from agents import services
 from agents.models import StepStatus, Task, TaskStatus, TicketStatus
-from devices.host import LocalDeviceClient, build_sim_host, set_device_client
-from devices.models import Device, DeviceKind
+from devices.host import DeviceHost, LocalDeviceClient, build_sim_host, set_device_client
+from devices.models import Device
 
 
 class Command(BaseCommand):
@@ -22,7 +22,9 @@ class Command(BaseCommand):
         parser.add_argument("instruction", nargs="?", help="a free-form instruction")
         parser.add_argument("--suite", help="a suite file or the name of a bundled suite")
         parser.add_argument("--task", help="the id of a task in the suite")
-        parser.add_argument("--device", default="sim", help="simulated phone name (default: sim)")
+        parser.add_argument("--device", default="sim",
+                            help="an attached adb phone's serial, or a simulated phone's name "
+                                 "(default: sim)")
         parser.add_argument("--threshold", type=float, default=None, help="γ, 0–5")
         parser.add_argument("--backend", default=None, help="heuristic | openai | oracle")
         parser.add_argument("--operator", choices=("oracle", "none"), default="none",
@@ -49,7 +51,7 @@ class Command(BaseCommand):
             raise CommandError("--operator oracle needs --suite and --task")
 
         call_command("migrate", verbosity=0, interactive=False)
-        host = build_sim_host([opts["device"]])
+        host = self._host(opts["device"], suite_task is not None)
         previous_client = set_device_client(LocalDeviceClient(host))
         pending: deque[tuple[str, int]] = deque()
         previous_scheduler = services.set_step_scheduler(
@@ -61,14 +63,47 @@ class Command(BaseCommand):
         finally:
             services.set_step_scheduler(previous_scheduler)
             set_device_client(previous_client)
+            for device in host.devices.values():
+                if hasattr(device, "close"):
+                    device.close()
         self._report(task, task_id, opts["json"])
+
+    def _host(self, name: str, simulated: bool) -> DeviceHost:
+        """An adb phone when the adb server has one with that serial, else a simulated one."""
+        from django.conf import settings
+
+        if simulated:
+            return build_sim_host([name])
+        from devices.adb.driver import AdbDevice, adb_client, attached_phones
+
+        where = f"{settings.KAIROS_ADB_HOST}:{settings.ANDROID_ADB_SERVER_PORT}"
+        client = adb_client(settings.KAIROS_ADB_HOST, settings.ANDROID_ADB_SERVER_PORT,
+                            settings.KAIROS_DEVICE_TIMEOUT)
+        try:
+            states = attached_phones(client)
+        except Exception:
+            states = {}
+        if name not in states:
+            if name != "sim":
+                self.stderr.write(f"no adb phone '{name}' at the adb server {where}; "
+                                  f"running on a simulated phone named '{name}'")
+            return build_sim_host([name])
+        if states[name] != "device":
+            raise CommandError(f"adb phone '{name}' is {states[name]} (see docs/phones.md)")
+        try:
+            phone = AdbDevice(name, client, timeout=settings.KAIROS_DEVICE_TIMEOUT,
+                              video=False)
+        except Exception as exc:
+            raise CommandError(f"cannot use adb phone '{name}': {exc}") from None
+        return DeviceHost({name: phone})
 
     def _run(self, opts, instruction, suite_name, task_id, host, pending):
         user_model = get_user_model()
         owner, _ = user_model.objects.get_or_create(username="run_task")
         phone = host.device(opts["device"])
         device, _ = Device.objects.update_or_create(name=opts["device"], defaults={
-            "kind": DeviceKind.SIM, "width": phone.info.width, "height": phone.info.height})
+            "kind": phone.info.kind, "width": phone.info.width, "height": phone.info.height,
+            "status": "online"})
         # One task drives a phone at a time. An earlier run_task episode left waiting on
         # this phone (--operator none) can never go on: its in-process phone is gone.
         for stale in Task.objects.driving(device).filter(owner=owner):

@@ -13,6 +13,14 @@ from django.core.management.base import BaseCommand
 logger = logging.getLogger(__name__)
 
 
+def _mark_online(names: list[str]) -> None:
+    """This process serves these phones now, whatever status a full-stack host left."""
+    from devices.models import Device, DeviceStatus
+
+    Device.objects.filter(name__in=names).exclude(status=DeviceStatus.ONLINE).update(
+        status=DeviceStatus.ONLINE)
+
+
 class EmbeddedServices:
     """The worker thread and the device host that ``serve`` runs in the embedded default."""
 
@@ -28,6 +36,7 @@ class EmbeddedServices:
         if not settings.EMBEDDED:
             return
         host = get_local_host()
+        await asyncio.to_thread(_mark_online, list(host.devices))
         if host.journal is None:  # the phones keep their state across restarts of serve
             from devices.host import attach_journal
 
