@@ -72,6 +72,7 @@ class StepOut(Out):
     plan: list[Any] = []
     summary: str = ""
     outcome: str = ""
+    target_label: str = Field("", description="the element the action pointed at, as a person names it")
     screenshot_url: str | None = Field(
         None, description="the screen before the step; fetch it with the same credentials")
     prompt_tokens: int = 0
@@ -96,6 +97,9 @@ class TicketOut(Out):
     instruction: str
     escalated: bool = False
     decision: choices(Decision.values) | None = None  # type: ignore[valid-type]
+    answer: str | None = Field(None, description="the answer given, or an abort's reason")
+    resolved_by: str | None = None
+    answered_by_user: bool = Field(False, description="the task's owner answered this question")
     created_at: str | None = None
 
 

@@ -92,7 +92,7 @@ def running_server(var: Path, **env_overrides: str) -> Iterator[KairosServer]:
     # sim-3 and sim-4 are for tests that must start from, or may leave, a phone in a
     # state of its own (simulated phones keep their state across tasks, like real ones).
     env.update({"DEBUG": "1", "KAIROS_VAR_DIR": str(var), "PYTHONUNBUFFERED": "1",
-                "KAIROS_SIM_DEVICES": "sim-1,sim-2,sim-3,sim-4",
+                "KAIROS_SIM_DEVICES": "sim-1,sim-2,sim-3,sim-4,sim-5",
                 "DJANGO_SETTINGS_MODULE": "kairos_web.settings",
                 "KAIROS_CLARIFICATION_TIMEOUT": os.environ.get(
                     "KAIROS_TEST_CLARIFICATION_TIMEOUT", "8")})

@@ -141,7 +141,7 @@ def test_abort_asks_first_and_the_page_then_says_who_stopped_the_task(login, kai
     from playwright.sync_api import expect
 
     page = login("user")
-    start_task(page, kairos_server, "sim-2")
+    start_task(page, kairos_server, "sim-5")  # left waiting on a question
     expect(page.locator("#task-status")).to_have_text("Waiting for your answer", timeout=30_000)
     asked: list[str] = []
     page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
