@@ -15,7 +15,7 @@ from agents.models import (
     DecidedBy, Decision, Message, StepStatus, TaskStatus, TicketKind, TicketReason, TicketStatus,
 )
 from devices.actions import ACTION_TYPES, DIRECTIONS
-from devices.models import DeviceKind, DeviceStatus
+from devices.models import DeviceKind
 
 
 def choices(values: Any) -> Any:
@@ -55,7 +55,8 @@ class DeviceOut(Out):
     id: str
     name: str
     kind: choices(DeviceKind.values)  # type: ignore[valid-type]
-    status: choices(DeviceStatus.values)  # type: ignore[valid-type]
+    # CONTRACT (second build): "busy" while a task drives it (Device.live_status).
+    status: choices(("online", "busy", "offline"))  # type: ignore[valid-type]
     width: int
     height: int
 

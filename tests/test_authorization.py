@@ -61,6 +61,12 @@ TABLE: dict[str, dict[str, Row]] = {
     "console/tickets/<uuid:ticket_id>/act": {
         "POST": Row((302, 403, 403, 302, 302), body={"decision": "claim"})},
     "review/": {"GET": Row((302, 403, 403, 403, 200))},
+    "review/facets": {"GET": Row((302, 403, 403, 403, 200))},
+    "review/tasks/<uuid:task_id>/": {"GET": Row((302, 403, 403, 200, 200))},  # operators too
+    "review/metrics/": {"GET": Row((302, 403, 403, 403, 200))},
+    "review/calibration/": {"GET": Row((302, 403, 403, 403, 200))},
+    "review/export.zip": {"GET": Row((302, 403, 403, 403, 200))},
+    "review/audit/": {"GET": Row((302, 403, 403, 403, 200))},
     "favicon.ico": {"GET": Row((301, 301, 301, 301, 301))},
     "^media/(?P<path>.*)$": {"GET": Row((401, 200, 404, 200, 200), url="{screenshot_url}")},
     "admin/": {"GET": Row((302, 302, 302, 302, 200))},  # Django admin: staff only
