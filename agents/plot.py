@@ -201,6 +201,8 @@ def reliability_plot_svg(result: dict[str, Any], *, title: str | None = None) ->
         label = f"γ = {_tick(float(row['threshold']))}: ECE {ece:.3f}" if ece is not None else ""
         out.append(f'<text x="{left}" y="{bottom + 56 + 20 * i}" fill="{colour}">'
                    f'{escape(label)}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
 
 
 SERIES_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")

@@ -15,6 +15,10 @@ class DeviceStatus(models.TextChoices):
     OFFLINE = "offline", "Offline"
 
 
+# What /api/devices reports: the stored status, or "busy" while a task drives the phone.
+LIVE_DEVICE_STATUSES = ("online", "busy", "offline")
+
+
 class Device(models.Model):
     """A phone known to Kairos. The live connection lives in the device host, not here."""
 

@@ -15,7 +15,7 @@ from agents.models import (
     DecidedBy, Decision, Message, StepStatus, TaskStatus, TicketKind, TicketReason, TicketStatus,
 )
 from devices.actions import ACTION_TYPES, DIRECTIONS
-from devices.models import DeviceKind
+from devices.models import LIVE_DEVICE_STATUSES, DeviceKind
 
 
 def choices(values: Any) -> Any:
@@ -58,8 +58,8 @@ class DeviceOut(Out):
     id: str
     name: str
     kind: choices(DeviceKind.values)  # type: ignore[valid-type]
-    # CONTRACT (second build): "busy" while a task drives it (Device.live_status).
-    status: choices(("online", "busy", "offline"))  # type: ignore[valid-type]
+    # "busy" while a task drives it (Device.live_status; CONTRACT, second build).
+    status: choices(LIVE_DEVICE_STATUSES)  # type: ignore[valid-type]
     width: int
     height: int
 
@@ -124,6 +124,8 @@ class TaskSummaryOut(Out):
     interventions: int = 0
     clarifications: int = 0
     error: str = ""
+    # One task drives a phone at a time: 1 = next to start; None unless queued.
+    queue_position: int | None = None
 
 
 class TaskOut(TaskSummaryOut):

@@ -62,9 +62,12 @@ TABLE: dict[str, dict[str, Row]] = {
         "POST": Row((302, 403, 403, 302, 302), body={"decision": "claim"})},
     "review/": {"GET": Row((302, 403, 403, 403, 200))},
     "review/facets": {"GET": Row((302, 403, 403, 403, 200))},
-    "review/tasks/<uuid:task_id>/": {"GET": Row((302, 403, 403, 200, 200))},  # operators too
+    # The replay is for admins and the operators who work the tickets (issue 13).
+    "review/tasks/<uuid:task_id>/": {"GET": Row((302, 403, 403, 200, 200))},
     "review/metrics/": {"GET": Row((302, 403, 403, 403, 200))},
-    "review/calibration/": {"GET": Row((302, 403, 403, 403, 200))},
+    "review/calibration/": {"GET": Row((302, 403, 403, 403, 200)),
+                            "POST": Row((302, 403, 403, 403, 302),
+                                         body={"scope": "default", "gamma": "4"})},
     "review/export.zip": {"GET": Row((302, 403, 403, 403, 200))},
     "review/audit/": {"GET": Row((302, 403, 403, 403, 200))},
     "favicon.ico": {"GET": Row((301, 301, 301, 301, 301))},
