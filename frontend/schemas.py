@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ninja import Field, Schema
-from pydantic import ConfigDict, model_serializer
+from pydantic import BaseModel, ConfigDict, model_serializer
 
 from agents.models import (
     DecidedBy, Decision, Message, StepStatus, TaskStatus, TicketKind, TicketReason, TicketStatus,
@@ -27,7 +27,10 @@ TaskStatusName = choices(TaskStatus.values)
 TicketStatusName = choices(TicketStatus.values)
 
 
-class Out(Schema):
+class Out(BaseModel):
+    """A response: a plain pydantic model, since ninja's Schema reads only the declared
+    fields of a dict and would drop fields added to the shared summaries."""
+
     model_config = ConfigDict(extra="allow")
 
 

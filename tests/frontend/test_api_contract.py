@@ -204,3 +204,15 @@ def test_a_body_that_is_not_a_json_object_is_a_400(client, demo, raw, content_ty
     response = client.generic("POST", "/api/tasks", raw, content_type=content_type,
                               HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 400 and response.json()["detail"]
+
+
+def test_fields_added_to_the_shared_summaries_reach_the_api(api, phones, inline_steps):
+    """The response schemas name the documented fields and pass the others through."""
+    from agents import events
+
+    _, task = api("post", "/api/tasks", user="user",
+                  body={"instruction": "Turn on Wi-Fi", "device": "sim-1"})
+    summary = events.task_summary(Task.objects.get(id=task["id"]))
+    assert set(summary) <= set(task)
+    _, listed = api("get", "/api/tasks", user="user")
+    assert set(summary) <= set(listed[0])
