@@ -152,8 +152,12 @@
         var open = (data.tickets || []).filter(function (t) {
           return t.kind === "clarification" && (t.status === "open" || t.status === "claimed");
         });
-        openTicket = open.length ? open[0].id : "";
-        if (!openTicket) disableQuickReplies(null);
+        // This answer may have been read before a question the socket has just drawn:
+        // it closes only the questions it knows are over, never one it has not seen.
+        var over = closedTickets(data.tickets);
+        if (open.length) openTicket = open[0].id;
+        else if (over[openTicket]) openTicket = "";
+        Object.keys(over).forEach(disableQuickReplies);
       })
       .catch(function () { /* the next update retries */ })
       .then(function () {
@@ -189,6 +193,14 @@
   }
 
   // --- chat ------------------------------------------------------------------------
+
+  function closedTickets(tickets) {
+    var over = {};
+    (tickets || []).forEach(function (t) {
+      if (t.status !== "open" && t.status !== "claimed") over[t.id] = true;
+    });
+    return over;
+  }
 
   function disableQuickReplies(ticket) {
     chat.querySelectorAll(".quick-replies").forEach(function (group) {
