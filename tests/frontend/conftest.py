@@ -191,6 +191,19 @@ def login(request, browser, kairos_server):
         context.close()
 
 
+ACTIVE_STATUSES = ("queued", "running", "waiting_operator", "waiting_user", "taken_over")
+
+
+def free_phone(server: "KairosServer", device: str) -> None:
+    """Abort what earlier tests left running on ``device``: one task drives a phone at a
+    time, so a leftover would queue the next test's task behind it."""
+    operator = server.token("operator")
+    _, tasks = server.api("GET", "/api/tasks", operator)
+    for task in tasks:
+        if task["device"] == device and task["status"] in ACTIVE_STATUSES:
+            server.api("POST", f"/api/tasks/{task['id']}/abort", operator)
+
+
 def save_screenshot(page: Any, name: str) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     path = ARTIFACTS / f"{name}.png"

@@ -6,21 +6,16 @@ from __future__ import annotations
 
 import pytest
 
+from tests.frontend.conftest import free_phone
 from tests.frontend.test_task_browser import LATTE, start_task
 
 pytestmark = pytest.mark.browser
-
-ACTIVE = ("queued", "running", "waiting_operator", "waiting_user", "taken_over")
-
 
 def test_a_queued_task_shows_its_position_and_starts_when_the_phone_frees(login, kairos_server):
     from playwright.sync_api import expect
 
     operator = kairos_server.token("operator")
-    _, tasks = kairos_server.api("GET", "/api/tasks", operator)
-    for task in tasks:  # earlier tests' tasks on this phone
-        if task["device"] == "sim-1" and task["status"] in ACTIVE:
-            kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator)
+    free_phone(kairos_server, "sim-1")
     # An order that leaves the sweetness open: the task asks and keeps the phone meanwhile.
     code, first = kairos_server.api("POST", "/api/tasks", operator, {
         "instruction": LATTE, "device": "sim-1", "threshold": 0})

@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import Error as PlaywrightError
 
-from tests.frontend.conftest import save_screenshot
+from tests.frontend.conftest import free_phone, save_screenshot
 
 pytestmark = pytest.mark.browser
 
@@ -262,6 +262,7 @@ def test_the_step_list_says_only_true_things(login, kairos_server):
     from devices.actions import Action
 
     user, operator = kairos_server.token("user"), kairos_server.token("operator")
+    free_phone(kairos_server, "sim-1")
     console = login("operator")
     console.goto(kairos_server.url + "/console/")
     instruction = f"Set an alarm for 6:50 in Clock [{uuid.uuid4().hex[:6]}]"
