@@ -28,6 +28,27 @@ def database_url_for_tests() -> str:
     return urlunparse(db._replace(path="/" + connection.settings_dict["NAME"]))
 
 
+def clear_host_announcements() -> None:
+    """Forget the device hosts an earlier test left announced in the services' Redis."""
+    import redis
+
+    conn = redis.Redis.from_url(os.environ["KAIROS_TEST_REDIS_URL"])
+    for key in conn.scan_iter("kairos:devhost:*"):
+        conn.delete(key)
+
+
+def stack_env(**extra: str) -> dict[str, str]:
+    """The environment of a full-stack process (device host, worker, serve) run by a test:
+    the test database, the services' Redis, the real settings."""
+    env = dict(os.environ, DATABASE_URL=database_url_for_tests(),
+               REDIS_URL=os.environ["KAIROS_TEST_REDIS_URL"],
+               DEBUG="1", PYTHONUNBUFFERED="1", DJANGO_SETTINGS_MODULE="kairos_web.settings")
+    env.pop("KAIROS_TEST_REDIS_URL", None)
+    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    env.update(extra)
+    return env
+
+
 def wait_for(predicate: Callable, timeout: float = 60.0, what: str = "condition",
              every: float = 0.1):
     """Poll for a state another process produces (no event crosses to this process)."""
@@ -55,13 +76,7 @@ class Stack:
     starts: dict[str, int] = field(default_factory=dict)
 
     def env(self) -> dict[str, str]:
-        env = dict(os.environ, DATABASE_URL=database_url_for_tests(),
-                   REDIS_URL=os.environ["KAIROS_TEST_REDIS_URL"], DEBUG="1",
-                   KAIROS_SIM_DEVICES=",".join(self.devices), PYTHONUNBUFFERED="1",
-                   DJANGO_SETTINGS_MODULE="kairos_web.settings")
-        env.pop("KAIROS_TEST_REDIS_URL", None)
-        env.update(self.env_extra)
-        return env
+        return stack_env(KAIROS_SIM_DEVICES=",".join(self.devices), **self.env_extra)
 
     def command(self, name: str) -> list[str]:
         if name == "serve":

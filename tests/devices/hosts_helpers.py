@@ -1,31 +1,17 @@
 """Device-host processes for the multi-host tests: start, list, kill."""
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 import pytest
-from django.db import connection
 
 from devices.adb.fake.rig import FakeAdbRig
 from devices.host import announced_hosts
+from tests.stack import clear_host_announcements, stack_env, wait_for  # noqa: F401 (re-exported)
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
-    """Poll for a state other processes produce (no event crosses to this process)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Hosts:
@@ -67,18 +53,8 @@ class Hosts:
 
 @pytest.fixture
 def hosts():
-    redis_url = os.environ["KAIROS_TEST_REDIS_URL"]
-    import redis
-
-    conn = redis.Redis.from_url(redis_url)
-    for key in conn.scan_iter("kairos:devhost:*"):
-        conn.delete(key)
-    db = urlparse(os.environ["DATABASE_URL"])
-    test_db_url = urlunparse(db._replace(path="/" + connection.settings_dict["NAME"]))
-    env = dict(os.environ, DATABASE_URL=test_db_url, REDIS_URL=redis_url, DEBUG="1",
-               PYTHONUNBUFFERED="1", DJANGO_SETTINGS_MODULE="kairos_web.settings",
-               KAIROS_DEVICE_TIMEOUT="3")
-    env.pop("KAIROS_TEST_REDIS_URL", None)
+    clear_host_announcements()
+    env = stack_env(KAIROS_DEVICE_TIMEOUT="3")
     logs = ROOT / "var" / "test-artifacts"
     logs.mkdir(parents=True, exist_ok=True)
     hosts = Hosts(env, logs)

@@ -15,10 +15,8 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlparse, urlunparse
 
 import pytest
-from django.db import connection
 from playwright.sync_api import expect
 
 from devices.actions import Action
@@ -27,6 +25,7 @@ from devices.models import Device
 from devices.sim import SimDevice
 from frontend.models import ApiToken
 from tests.frontend.conftest import save_screenshot
+from tests.stack import clear_host_announcements, stack_env
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 30_000
@@ -66,18 +65,8 @@ def stack(demo):
     rig = FakeAdbRig()
     phone = rig.attach(SimDevice("fake-adb"))
     phone.sim.perform(Action("OPENAPP", app="Shop"))
-    redis_url = os.environ["KAIROS_TEST_REDIS_URL"]
-    import redis
-
-    conn = redis.Redis.from_url(redis_url)
-    for key in conn.scan_iter("kairos:devhost:*"):
-        conn.delete(key)
-    db = urlparse(os.environ["DATABASE_URL"])
-    test_db_url = urlunparse(db._replace(path="/" + connection.settings_dict["NAME"]))
-    env = dict(os.environ, DATABASE_URL=test_db_url, REDIS_URL=redis_url, DEBUG="1",
-               PYTHONUNBUFFERED="1", DJANGO_SETTINGS_MODULE="kairos_web.settings")
-    env.pop("KAIROS_TEST_REDIS_URL", None)
-    env.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+    clear_host_announcements()
+    env = stack_env()
     port = free_port()
     logs = ROOT / "var" / "test-artifacts"
     logs.mkdir(parents=True, exist_ok=True)
