@@ -23,6 +23,34 @@ MAX_FRAME_CHARS = 64 * 1024
 
 
 class KairosJsonConsumer(AsyncJsonWebsocketConsumer):
+    client_gone = False
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> Any:
+        # A group event can be dispatched after the client has left but before the consumer
+        # has handled the disconnect; the ASGI server then refuses the send ("Unexpected
+        # ASGI message 'websocket.send', after sending 'websocket.close'") and the consumer
+        # died with a traceback. The disconnect is noted the moment the server hands it
+        # over, and later sends to nobody are dropped.
+        async def noting_receive() -> dict:
+            message = await receive()
+            if message["type"] == "websocket.disconnect":
+                self.client_gone = True
+            return message
+
+        async def send_unless_gone(message: dict) -> None:
+            if self.client_gone and message["type"] in ("websocket.send", "websocket.close"):
+                return
+            try:
+                await send(message)
+            except OSError:  # uvicorn's ClientDisconnected: the peer left mid-send
+                self.client_gone = True
+            except RuntimeError as exc:  # the server already closed the connection
+                if "after sending 'websocket.close'" not in str(exc):
+                    raise
+                self.client_gone = True
+
+        return await super().__call__(scope, noting_receive, send_unless_gone)
+
     async def refuse(self, code: int) -> None:
         await self.accept()
         await self.close(code=code)
