@@ -115,9 +115,10 @@ def now_text(task: Any, viewer: Any) -> str:
             f"Stopped: {task.error or 'no reason given'}."
     if task.status == "failed":
         return f"Could not finish: {task.error}." if task.error else "Could not finish."
-    if task.status == "queued" and getattr(task, "queue_position", None):
+    position = task.queue_position if task.status == "queued" else None
+    if position:
         # One task drives a phone at a time: this one waits for the tasks ahead of it.
-        return f"Queued, position {task.queue_position} — waiting for the phone."
+        return f"Queued, position {position} — waiting for the phone."
     return {"queued": "Waiting to start…", "waiting_user": "Waiting for your answer in the chat.",
             "waiting_operator": "An operator is checking the next step.",
             "taken_over": "An operator is using the phone for you."}.get(task.status, "Working…")
