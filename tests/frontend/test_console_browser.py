@@ -364,6 +364,8 @@ def test_key_actions_are_drawn_as_legible_labelled_badges(
         row = queue_row(page, task)
         row.locator("a").click()
         expect(page.locator("#proposed")).to_have_text("PRESS_BACK")
+        # "#proposed" is in the server's HTML; the badge is drawn once console.js has run.
+        expect(page.locator("#proposal text")).to_contain_text("Back")
         drawn = page.evaluate(CONTRAST_JS, "#proposal")
         assert "Back" in drawn["label"] and drawn["contrast"] >= 4.5 and drawn["inside"], drawn
         assert drawn["height"] >= 12, drawn
