@@ -39,7 +39,7 @@ POLICY_ENV = "KAIROS_SENSITIVE_POLICY"
 CONFIRMATION = "confirmation"  # the class reported for a bare "are you sure?"
 
 _CLASS_KEYS = {"actions", "verbs", "objects", "protected_states", "protections",
-               "protective_verbs", "amount_fields"}
+               "protective_verbs", "amount_fields", "exposures"}
 _TOP_KEYS = {"classes", "confirmations", "dismissals"}
 
 
@@ -71,6 +71,7 @@ class HarmClass:
     protections: tuple[str, ...] = ()
     protective_verbs: tuple[str, ...] = ()
     amount_fields: tuple[str, ...] = ()
+    exposures: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,10 +85,14 @@ class Harm:
     def describe(self, label: str) -> str:
         if self.where == "state":
             return f"'{label}' shows a protected state ({self.evidence}); tapping it leaves it"
+        if self.where == "exposure":
+            return f"switching '{label}' on opens something to others ({self.evidence})"
         if self.where == "switch":
             return f"switching '{label}' off lowers protection ({self.kind})"
         if self.where == "undo":
             return f"'{label}' undoes a protection ({self.evidence})"
+        if self.where == "choice":
+            return f"'{label}' commits a selected option with a price ({self.evidence})"
         if self.where == "price":
             return f"'{label}' names a price ({self.evidence})"
         if self.where == "form":
@@ -136,13 +141,14 @@ class SensitivePolicy:
             state = _find(harm.protected_states, label)
             if state and target.clickable and not target.checkable:
                 return Harm(harm.name, state, "state")
-        if target.checkable and target.checked:
+        if target.checkable:
             # the switch's own label and its row's title and summary
             switch_label = _norm(f"{label} {_row_texts(target, nodes)}")
             for harm in self.classes:
-                found = _find(harm.protections, switch_label)
+                found = _find(harm.exposures if not target.checked else harm.protections,
+                              switch_label)
                 if found:
-                    return Harm(harm.name, found, "switch")
+                    return Harm(harm.name, found, "exposure" if not target.checked else "switch")
         if dialog is None and "Button" in target.cls and not target.checkable:
             hints = _norm(" ".join(f"{n.text} {n.content_desc} {n.extra.get('hint', '')}"
                                    for n in nodes if "EditText" in n.cls))
@@ -150,7 +156,15 @@ class SensitivePolicy:
                 found = _find(harm.amount_fields, hints)
                 if found:
                     return Harm(harm.name, found, "form")
-        if dialog is not None and not _is_dismissal(label, self.dismissals):
+        if dialog is None and target.cls.rsplit(".", 1)[-1] == "Button" \
+                and not target.checkable and not _is_dismissal(label, self.dismissals):
+            # The button that commits a choice with a price on it ("Confirm ride" under a
+            # selected "Comfort · $24.50", "Submit" under a "$2" tip): the spend is on
+            # the option, not on the button.
+            priced = _priced_choice(nodes)
+            if priced:
+                return Harm("money", priced, "choice")
+        if dialog is not None and not _is_dismissal(label, self.dismissals, dialog, target):
             for harm in self.classes:
                 found = _find(harm.actions, context)
                 if found:
@@ -191,13 +205,35 @@ def _echoes_question(label: str, dialog: list[UINode], target: UINode) -> str | 
     return None
 
 
-def _is_dismissal(label: str, dismissals: Iterable[str]) -> bool:
-    """"Cancel", "Keep account", "No thanks" — but not "Yes, close it"."""
+def _is_dismissal(label: str, dismissals: Iterable[str], dialog: list[UINode] | None = None,
+                  target: UINode | None = None) -> bool:
+    """"Cancel", "Keep account", "No thanks" — but not "Yes, close it", nor "Cancel ride"
+    in a dialog that asks "Cancel ride?": a button that repeats the dialog's question is
+    the go-ahead, whatever its first word."""
     for phrase in dismissals:
         norm = _norm(phrase)
-        if label == norm or label.startswith(norm):
+        if label == norm:
             return True
+        if label.startswith(norm):
+            return not (dialog and _repeats_question(label, dialog, target))
     return False
+
+
+def _repeats_question(label: str, dialog: list[UINode], target: UINode | None) -> bool:
+    return any(node is not target and node.text.strip().endswith("?")
+               and label in _norm(node.text) for node in dialog)
+
+
+def _priced_choice(nodes: list[UINode]) -> str | None:
+    """The price shown on a selected option of the screen (its text, or a summary line
+    inside it), or None."""
+    for node in nodes:
+        if node.checkable and node.checked:
+            texts = [node.text, node.content_desc] + [n.text for n in descendants(node, nodes)]
+            price = _PRICE_RE.search(" ".join(t for t in texts if t))
+            if price:
+                return price.group(0)
+    return None
 
 
 def _label_of(target: UINode, nodes: list[UINode]) -> str:
