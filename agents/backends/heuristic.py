@@ -454,7 +454,7 @@ class HeuristicBackend:
         if blocked is not None:
             return done(blocked, "deal with what covers the screen")
 
-        question = self._open_choice(view, ctx)
+        question = self._open_choice(view, ctx) if _app_serves_goal(intents, view, ctx) else None
         if isinstance(question, Proposal):
             question.plan = plan
             return question
@@ -1323,6 +1323,20 @@ def node_label_text(node: UINode) -> str:
 def _display_label(node: UINode, nodes: list[UINode]) -> str:
     """What a person calls the node: its text, else its row's caption, else its id."""
     return node.text or node.content_desc or row_label(node, nodes) or node.label
+
+
+def _app_serves_goal(intents: list[Intent], view: ScreenView, ctx: StepContext) -> bool:
+    """The foreground app is where the goal (one of its sub-goals) happens — or an app we
+    know nothing about, which may be. A form another errand left open in a known app that
+    the goal does not need is no reason to ask the user anything."""
+    here = next((a for a in ctx.apps if a.package == view.package), None)
+    if here is None or view.launcher:
+        return True
+    wanted = [intent.app for intent in intents if intent.app is not None]
+    if wanted:
+        return any(app.package == here.package for app in wanted)
+    best = _app_match(ctx.goal, tuple(ctx.apps))[0]
+    return best is not None and best.package == here.package
 
 
 def _app_ok(intent: Intent, view: ScreenView) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from agents.backends import get_backend
 from agents.backends.base import StepContext
 from agents.backends.heuristic import HeuristicBackend, extract_text, parse_intent
-from devices.actions import CLICK, COMPLETE, OPENAPP, PRESS_ENTER, TYPE
+from devices.actions import CLICK, COMPLETE, IMPOSSIBLE, OPENAPP, PRESS_ENTER, TYPE
 from devices.protocol import AppInfo
 from tests.agents.screens import (
     APPS, CLOCK, COFFEE, MESSAGES, SETTINGS, ScreenBuilder, coffee_screen, ctx, entry, settings_screen,
@@ -63,6 +63,23 @@ def test_an_open_choice_asks_which_option() -> None:
     assert proposal.clarification is not None
     assert proposal.clarification.question == "Which sweetness would you like: none, less or regular?"
     assert proposal.clarification.options == ["None", "Less", "Regular"]
+
+
+def test_a_form_left_open_by_another_task_is_not_asked_about() -> None:
+    """A phone is handed over where the last task left it. On a Coffee order form, "Turn on
+    Wi-Fi" asked the user "Which sweetness would you like?" (seen in the 390 px docs
+    screenshot: a flight booking asked a latte size). The form belongs to another errand:
+    open the app the goal needs, or say no app fits — never ask the user about it."""
+    wifi = backend.propose(ctx("Turn on Wi-Fi", coffee_screen()))
+    assert wifi.clarification is None
+    assert wifi.action is not None and (wifi.action.type, wifi.action.app) == (OPENAPP, "Settings")
+    flight = backend.propose(ctx("Book me a flight to Paris", coffee_screen()))
+    assert flight.clarification is None
+    assert flight.action is not None and flight.action.type == IMPOSSIBLE
+    assert flight.confidence is not None and flight.confidence < GAMMA
+    # The form is the goal's own: still asked.
+    latte = backend.propose(ctx("Get me a latte from the coffee app", coffee_screen()))
+    assert latte.clarification is not None and "sweetness" in latte.clarification.question
 
 
 def test_it_never_asks_the_same_question_twice() -> None:
