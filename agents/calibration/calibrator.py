@@ -20,7 +20,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 FORMAT = "kairos-evidence-calibrator/1"
 
@@ -134,12 +134,32 @@ class EvidenceCalibrator:
             return False
         return app not in self.apps and app not in SYSTEM_PACKAGES
 
-    def unfamiliar(self, evidence: Mapping[str, Any], app: str | None = None) -> list[str]:
-        """What in ``evidence`` (on ``app``) the calibration data did not cover (empty:
-        familiar)."""
+    def guesses_among_unseen_apps(self, evidence: Mapping[str, Any],
+                                  installed: Iterable[str] = ()) -> bool:
+        """An OPENAPP the goal does not name, on a phone where some installed app (a
+        package in ``installed``) was never in the calibration data.
+
+        Which app fits an unnamed goal was measured against the apps of the calibration
+        data; an app it never saw may be the one the user means (a calendar beside the
+        clock), so that choice is as unfamiliar as a step inside a new app. A goal that
+        names the app (``names_target`` 1.0) keeps its calibrated probability."""
+        if evidence.get("action") != "OPENAPP" or not self.apps or self.unseen_app_p is None:
+            return False
+        named = evidence.get("names_target")
+        if isinstance(named, (int, float)) and not isinstance(named, bool) and named >= 1.0:
+            return False
+        return any(self.unseen_app(package) for package in installed)
+
+    def unfamiliar(self, evidence: Mapping[str, Any], app: str | None = None,
+                   installed: Iterable[str] = ()) -> list[str]:
+        """What in ``evidence`` (on ``app``, with the packages ``installed``) the
+        calibration data did not cover (empty: familiar)."""
         reasons = []
         if self.unseen_app(app):
             reasons.append(f"app {app} not in the calibration data")
+        elif self.guesses_among_unseen_apps(evidence, installed):
+            reasons.append("opens an app the goal does not name, on a phone with apps "
+                           "not in the calibration data")
         for name, value in categorical_items(evidence).items():
             if "|" in name:
                 continue  # a cross is unfamiliar only through its parts
@@ -152,21 +172,24 @@ class EvidenceCalibrator:
                 reasons.append(f"{name}={numbers[name]:g} outside [{low:g}, {high:g}]")
         return reasons
 
-    def probability(self, evidence: Mapping[str, Any], app: str | None = None) -> float:
-        """Calibrated P(right | evidence), capped where the evidence is unfamiliar and
-        where ``app`` (the foreground package) was never seen."""
+    def probability(self, evidence: Mapping[str, Any], app: str | None = None,
+                    installed: Iterable[str] = ()) -> float:
+        """Calibrated P(right | evidence), capped where the evidence is unfamiliar, where
+        ``app`` (the foreground package) was never seen, and where an app the goal does
+        not name is chosen among ``installed`` packages some of which were never seen."""
         z = max(-30.0, min(30.0, self.logit(evidence)))
         p = _interpolate(self.isotonic, 1.0 / (1.0 + math.exp(-z)))
         if self.unfamiliar(evidence):
             p = min(p, self.unfamiliar_p)
-        if self.unseen_app(app):
+        if self.unseen_app(app) or self.guesses_among_unseen_apps(evidence, installed):
             assert self.unseen_app_p is not None
             p = min(p, self.unseen_app_p)
         return p
 
-    def confidence(self, evidence: Mapping[str, Any], app: str | None = None) -> float:
+    def confidence(self, evidence: Mapping[str, Any], app: str | None = None,
+                   installed: Iterable[str] = ()) -> float:
         """The calibrated 1–5 confidence the gate compares with γ."""
-        return probability_to_score(self.probability(evidence, app))
+        return probability_to_score(self.probability(evidence, app, installed))
 
     # -- the artefact --
 

@@ -95,15 +95,16 @@ class CalibratedBackend:
         evidence.setdefault("raw", float(proposal.extra.get("raw_confidence", proposal.confidence)
                                          or proposal.confidence))
         app = ctx.observation.app
-        probability = self.calibrator.probability(evidence, app)
+        installed = tuple(info.package for info in ctx.apps if info.package)
+        probability = self.calibrator.probability(evidence, app, installed)
         proposal.extra.setdefault("raw_confidence", proposal.confidence)
         proposal.extra["p_right"] = round(probability, 4)
         proposal.extra["calibrator_version"] = self.calibrator.version
         proposal.extra["evidence"] = evidence
-        unfamiliar = self.calibrator.unfamiliar(evidence, app)
+        unfamiliar = self.calibrator.unfamiliar(evidence, app, installed)
         if unfamiliar:
             proposal.extra["unfamiliar"] = unfamiliar
-        proposal.confidence = round(self.calibrator.confidence(evidence, app), 4)
+        proposal.confidence = round(self.calibrator.confidence(evidence, app, installed), 4)
         return proposal
 
 

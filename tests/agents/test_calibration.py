@@ -470,3 +470,50 @@ def test_a_step_on_an_app_the_calibrator_never_saw_is_capped_at_what_unseen_apps
     assert calibrator.probability(evidence, "com.android.launcher3") == seen
     again = EvidenceCalibrator.from_json(calibrator.to_json())
     assert again.unseen_app_p == calibrator.unseen_app_p and again.apps == calibrator.apps
+
+
+class OpensClock:
+    """Proposes OPENAPP Clock from the launcher, sure of it, naming the app or not."""
+
+    name = "opener"
+
+    def __init__(self, names_target: float) -> None:
+        self.names_target = names_target
+
+    def propose(self, ctx: StepContext) -> Proposal:
+        return Proposal(Action("OPENAPP", app="Clock"), confidence=5.0,
+                        evidence={"rule": "app_step", "raw": 5.0, "action": "OPENAPP",
+                                  "names_target": self.names_target})
+
+
+def test_opening_an_unnamed_app_on_a_phone_with_apps_the_calibrator_never_saw_asks():
+    """"Remind me about the dentist" opened the Clock at confidence 5 beside a Calendar the
+    calibrator had never seen: which app fits an unnamed goal was measured against the apps
+    of the calibration data only."""
+    from devices.protocol import AppInfo
+
+    rng = random.Random(3)
+    samples = [Labelled({"rule": "app_step", "raw": 5.0, "action": "OPENAPP",
+                         "names_target": rng.choice([0.0, 1.0])}, rng.random() < 0.995,
+                        "s", "com.android.launcher3") for _ in range(300)]
+    for app in ("com.kairos.clock", "com.kairos.coffee"):
+        samples += [Labelled({"rule": "toggle", "raw": 5.0, "action": "CLICK"},
+                             rng.random() < 0.97, "s", app) for _ in range(60)]
+    calibrator = fit_calibrator(samples, "opener")
+    calibrator.unseen_app_p = 0.93
+    known = (AppInfo("Clock", "com.kairos.clock"), AppInfo("Coffee", "com.kairos.coffee"))
+    new = known + (AppInfo("Calendar", "com.example.calendar"),)
+
+    def opened(names: float, apps) -> Proposal:
+        ctx = StepContext("Remind me about the dentist one day before",
+                          Observation(0, 1080, 2400, "com.android.launcher3", [],
+                                      Image.new("RGB", (36, 80)), b""), apps=apps)
+        return CalibratedBackend(OpensClock(names), calibrator).propose(ctx)
+
+    familiar = opened(0.0, known)
+    assert familiar.confidence >= 4 and "unfamiliar" not in familiar.extra
+    guessed = opened(0.0, new)
+    assert guessed.confidence < 4 and guessed.extra["p_right"] <= 0.93
+    assert "does not name" in guessed.extra["unfamiliar"][0]
+    named = opened(1.0, new)  # "Open the Clock and …": the goal says which app
+    assert named.confidence >= 4
