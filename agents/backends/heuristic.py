@@ -382,6 +382,25 @@ def _typed_texts(history: list[HistoryEntry]) -> list[str]:
     ]
 
 
+def _app_a_person_chose(ctx: StepContext, view: "ScreenView") -> AppInfo | None:
+    """The foreground app, when the last switch of app in the episode was a person's
+    (an operator's OPENAPP, or a tap on the app's icon) and brought the phone here."""
+    here = next((a for a in ctx.apps if a.package == view.package), None)
+    if here is None or view.launcher:
+        return None
+    name = normalise_words(here.name)
+    for entry in reversed(ctx.history):
+        action = entry.action or {}
+        if action.get("type") == OPENAPP:
+            opened = normalise_words(str(action.get("app") or ""))
+            return here if entry.by != "agent" and opened == name else None
+        if action.get("type") == CLICK and normalise_words(str(action.get("element") or "")) == name:
+            # a tap on this app's icon (a row inside an app may share another app's
+            # name — "Settings" in a ride app — so only this app's name counts)
+            return here if entry.by != "agent" else None
+    return None
+
+
 def _opened_apps(history: list[HistoryEntry]) -> list[str]:
     return [str(e.action.get("app", "")).lower() for e in history if e.action.get("type") == OPENAPP]
 
@@ -884,6 +903,15 @@ class HeuristicBackend:
 
     def _app_step(self, intent: Intent, view: ScreenView, ctx: StepContext) -> _Choice | None:
         app = intent.app
+        chosen = _app_a_person_chose(ctx, view)
+        if chosen is not None and (app is None or app.package != chosen.package):
+            # A person put the phone in this app instead of the one the agent meant: their
+            # choice stands over a guess; leaving it for a named app is asked first.
+            if app is None or not intent.app_named:
+                return None
+            return _Choice(Action(OPENAPP, app=app.name), 2.0,
+                           f"The goal names '{app.name}', but a person just opened "
+                           f"'{chosen.name}'; asking before leaving it.")
         if app is None:
             if view.launcher:
                 app, named, strength = _app_match(ctx.goal, tuple(ctx.apps))

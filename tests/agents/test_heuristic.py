@@ -82,6 +82,29 @@ def test_a_form_left_open_by_another_task_is_not_asked_about() -> None:
     assert latte.clarification is not None and "sweetness" in latte.clarification.question
 
 
+def test_an_app_a_person_opened_stands_over_the_agents_guess() -> None:
+    """Found on the fresh_apps suite: the operator opened Jotter for "I haven't returned the
+    library books yet", and the agent went straight back to the app it had guessed,
+    alone, at confidence 4 — thirty steps of it. A person's choice of app is evidence."""
+    goal = "Wake me at 7"  # guessed to be Clock's (alarms), not named
+    by_person = [entry(0, {"type": "OPENAPP", "app": "Coffee"}, by="operator")]
+    stays = backend.propose(ctx(goal, coffee_screen(), history=by_person))
+    assert stays.action is None or stays.action.type != OPENAPP
+    # A tap on the app's icon is a person's choice too; a later step inside it keeps it.
+    tapped = [entry(0, {"type": "CLICK", "x": 1, "y": 1, "element": "Coffee"}, by="operator"),
+              entry(1, {"type": "CLICK", "x": 5, "y": 5, "element": "Latte"})]
+    assert backend.propose(ctx(goal, coffee_screen(), history=tapped)).action.type != OPENAPP
+    # The agent's own earlier choice is not a person's: it goes where the goal points.
+    by_agent = [entry(0, {"type": "OPENAPP", "app": "Coffee"})]
+    leaves = backend.propose(ctx(goal, coffee_screen(), history=by_agent))
+    assert leaves.action is not None and (leaves.action.type, leaves.action.app) == (OPENAPP, "Clock")
+    # A goal that names another app still goes there, but asks before leaving the person's.
+    named = backend.propose(ctx("Open Clock and set an alarm for 7", coffee_screen(),
+                                history=by_person))
+    assert named.action is not None and (named.action.type, named.action.app) == (OPENAPP, "Clock")
+    assert named.confidence is not None and named.confidence < GAMMA
+
+
 def test_it_never_asks_the_same_question_twice() -> None:
     question = "Which sweetness would you like: none, less or regular?"
     proposal = backend.propose(ctx("Order a latte", coffee_screen(), asked=[question]))
