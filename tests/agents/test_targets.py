@@ -38,3 +38,19 @@ def test_the_calibrated_default_finishes_every_task_and_is_right_when_it_acts(su
     assert metrics["tsr"] == 1.0, f"tasks that failed: {failed}"
     assert metrics["autonomy_precision"] is None or metrics["autonomy_precision"] >= 0.97
     assert metrics["ece"] is not None  # the shipped calibrator scored the steps
+
+
+@pytest.mark.parametrize("suite", ["fresh2_apps", "fresh2_errands", "fresh_apps"])
+def test_on_apps_nobody_here_wrote_for_the_default_never_acts_alone_wrongly(suite, monkeypatch):
+    """The over-execution the product exists to prevent, on suites written by people who
+    never read the rules (docs/evaluation.md, "Held-out suites"): the shipped calibrator
+    never saw these apps, so every step it lets act alone must be right and every task
+    must finish with the oracle operator's help. (A refit tried on 2026-11-25 let a wrong
+    step act alone on fresh2_errands; this keeps such a calibrator from shipping.)"""
+    monkeypatch.delenv("KAIROS_CALIBRATOR", raising=False)
+    result = evaluate_suite(suite, "heuristic", [4], operator="oracle", jobs=2,
+                            calibration="out")
+    metrics = result["results"][0]
+    failed = [t["task"] for t in metrics["per_task"] if not t["success"]]
+    assert metrics["tsr"] == 1.0, f"tasks that failed: {failed}"
+    assert metrics["autonomy_precision"] is None or metrics["autonomy_precision"] >= 0.95
