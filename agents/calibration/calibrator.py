@@ -128,11 +128,12 @@ class EvidenceCalibrator:
         return total
 
     def unseen_app(self, app: str | None) -> bool:
-        """``app`` (a foreground package) is an app the fitting data never showed; the
+        """``app`` (a foreground package) is an app the fitting data showed fewer than
+        ``min_seen`` times — a handful of approved handoffs do not make an app known; the
         launcher and system dialogs belong to every phone and are always familiar."""
         if not app or not self.apps or self.unseen_app_p is None:
             return False
-        return app not in self.apps and app not in SYSTEM_PACKAGES
+        return self.apps.get(app, 0) < self.min_seen and app not in SYSTEM_PACKAGES
 
     def guesses_among_unseen_apps(self, evidence: Mapping[str, Any],
                                   installed: Iterable[str] = ()) -> bool:

@@ -517,3 +517,57 @@ def test_opening_an_unnamed_app_on_a_phone_with_apps_the_calibrator_never_saw_as
     assert "does not name" in guessed.extra["unfamiliar"][0]
     named = opened(1.0, new)  # "Open the Clock and …": the goal says which app
     assert named.confidence >= 4
+
+
+@pytest.mark.django_db
+def test_handoffs_on_a_new_app_make_it_familiar_only_once_there_are_enough(tmp_path):
+    """The learning loop on an installation's own app: its steps are capped while the
+    calibrator has not seen it; operators' approvals there, refitted with ``calibrate
+    --from-logs``, lift the cap — but not after a mere handful (one lucky approval must not
+    make a whole app trusted)."""
+    from django.contrib.auth.models import User
+
+    from agents.models import Step, Task, Ticket
+    from devices.models import Device
+
+    rng = random.Random(11)
+    probe = tmp_path / "probe.jsonl"
+    with probe.open("w") as out:
+        for app, p_right in (("com.a", 0.99), ("com.b", 0.99), ("com.c", 0.6)):
+            for _ in range(200):
+                raw = float(rng.choice([2, 5]))
+                out.write(json.dumps({
+                    "source": "probe", "backend": "heuristic", "suite": "s", "task": "t",
+                    "app": app, "right": rng.random() < (p_right if raw == 5 else 0.3),
+                    "evidence": {"rule": "toggle", "raw": raw, "action": "CLICK"}}) + "\n")
+    evidence = {"rule": "toggle", "raw": 5.0, "action": "CLICK"}
+    owner, operator = User.objects.create_user("owner"), User.objects.create_user("op")
+    task = Task.objects.create(owner=owner, device=Device.objects.create(name="phone"),
+                               instruction="x", threshold=4, backend="heuristic")
+
+    def approve_on_new_app(count: int) -> None:
+        start = Step.objects.filter(task=task).count()
+        for index in range(start, start + count):
+            step = Step.objects.create(task=task, index=index, proposed_action={"type": "WAIT"},
+                                       confidence=3.5, app="com.new", extra={"evidence": evidence})
+            Ticket.objects.create(kind="intervention", reason="low_confidence", status="resolved",
+                                  task=task, step=step, decision="approve", resolved_by=operator)
+
+    def refit() -> EvidenceCalibrator:
+        call_command("calibrate", "--backend", "heuristic", "--from", str(probe), "--from-logs",
+                     "--out", str(tmp_path / "c.json"), "--json", stdout=StringIO(),
+                     stderr=StringIO())
+        return EvidenceCalibrator.load(tmp_path / "c.json")
+
+    approve_on_new_app(3)
+    few = refit()
+    assert few.unseen_app_p is not None and few.apps["com.new"] == 3
+    assert few.probability(evidence, "com.new") == pytest.approx(
+        min(few.probability(evidence, "com.a"), few.unseen_app_p))
+    assert few.probability(evidence, "com.new") < few.probability(evidence, "com.a")
+
+    approve_on_new_app(27)
+    enough = refit()
+    assert enough.apps["com.new"] == 30
+    assert enough.probability(evidence, "com.new") == enough.probability(evidence, "com.a")
+    assert "com.new" not in " ".join(enough.unfamiliar(evidence, "com.new"))
