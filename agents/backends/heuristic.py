@@ -382,10 +382,15 @@ def _typed_texts(history: list[HistoryEntry]) -> list[str]:
     ]
 
 
+def _foreground_app(ctx: StepContext, view: "ScreenView") -> AppInfo | None:
+    """The installed app on screen, when the backend knows it."""
+    return next((a for a in ctx.apps if a.package == view.package), None)
+
+
 def _app_a_person_chose(ctx: StepContext, view: "ScreenView") -> AppInfo | None:
     """The foreground app, when the last switch of app in the episode was a person's
     (an operator's OPENAPP, or a tap on the app's icon) and brought the phone here."""
-    here = next((a for a in ctx.apps if a.package == view.package), None)
+    here = _foreground_app(ctx, view)
     if here is None or view.launcher:
         return None
     name = normalise_words(here.name)
@@ -920,7 +925,7 @@ class HeuristicBackend:
                 confidence = 3.0 if strength >= 0.5 else 2.0
                 return _Choice(Action(OPENAPP, app=app.name), confidence,
                                f"On the home screen; '{app.name}' is the closest app to the goal.")
-            here = next((a for a in ctx.apps if a.package == view.package), None)
+            here = _foreground_app(ctx, view)
             if here is not None and _app_match(ctx.goal, tuple(ctx.apps))[0] is None:
                 # Inside a known app that does not fit either, the launcher would say the
                 # same after a chain of PRESS_BACKs a person must approve one by one: say
@@ -1357,7 +1362,7 @@ def _app_serves_goal(intents: list[Intent], view: ScreenView, ctx: StepContext) 
     """The foreground app is where the goal (one of its sub-goals) happens — or an app we
     know nothing about, which may be. A form another errand left open in a known app that
     the goal does not need is no reason to ask the user anything."""
-    here = next((a for a in ctx.apps if a.package == view.package), None)
+    here = _foreground_app(ctx, view)
     if here is None or view.launcher:
         return True
     wanted = [intent.app for intent in intents if intent.app is not None]

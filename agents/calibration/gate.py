@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from agents.backends.base import Backend, Proposal, StepContext
-from agents.calibration.calibrator import EvidenceCalibrator
+from agents.calibration.calibrator import EvidenceCalibrator, probability_to_score
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 OFF = "off"
@@ -104,7 +104,7 @@ class CalibratedBackend:
         unfamiliar = self.calibrator.unfamiliar(evidence, app, installed)
         if unfamiliar:
             proposal.extra["unfamiliar"] = unfamiliar
-        proposal.confidence = round(self.calibrator.confidence(evidence, app, installed), 4)
+        proposal.confidence = round(probability_to_score(probability), 4)
         return proposal
 
 

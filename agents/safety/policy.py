@@ -142,13 +142,15 @@ class SensitivePolicy:
             if state and target.clickable and not target.checkable:
                 return Harm(harm.name, state, "state")
         if target.checkable:
-            # the switch's own label and its row's title and summary
+            # the switch's own label and its row's title and summary; switching off lowers
+            # a protection, switching on may open something to others
             switch_label = _norm(f"{label} {_row_texts(target, nodes)}")
+            where = "switch" if target.checked else "exposure"
             for harm in self.classes:
-                found = _find(harm.exposures if not target.checked else harm.protections,
+                found = _find(harm.protections if target.checked else harm.exposures,
                               switch_label)
                 if found:
-                    return Harm(harm.name, found, "exposure" if not target.checked else "switch")
+                    return Harm(harm.name, found, where)
         if dialog is None and "Button" in target.cls and not target.checkable:
             hints = _norm(" ".join(f"{n.text} {n.content_desc} {n.extra.get('hint', '')}"
                                    for n in nodes if "EditText" in n.cls))
