@@ -124,11 +124,14 @@ ACTION_VERBS: frozenset[str] = frozenset(
     message text call add remove delete create make order buy book share save play pause
     stop check uncheck mark close exit return install uninstall update install clear
     reply forward scroll swipe show view display increase decrease lower raise mute
-    unmute record take put move copy paste rename sort filter log sign""".split()
+    unmute record take put move copy paste rename sort filter log sign pin unpin star
+    archive block unblock cancel pay rate follow unfollow download remind""".split()
 )
 
-_QUOTE_RE = re.compile(r"\"[^\"]*\"|'[^']*'|“[^”]*”|‘[^’]*’")
-_THEN_RE = re.compile(r"\s*(?:,|;|\.)?\s*\b(?:and\s+then|then|after\s+that|afterwards|next)\b\s*,?\s*", re.I)
+# Single quotes only around words: the apostrophes of "it's" and "o'clock" quote nothing.
+_QUOTE_RE = re.compile(r"\"[^\"]*\"|(?<![A-Za-z])'[^']*'(?![A-Za-z])|“[^”]*”|‘[^’]*’")
+# "next" orders steps only before a comma ("next, …"): "next time" and "next Friday" do not.
+_THEN_RE = re.compile(r"\s*(?:,|;|\.)?\s*\b(?:and\s+then|then|after\s+that|afterwards|next(?=\s*,))\b\s*,?\s*", re.I)
 _TOGGLE_HEAD_RE = re.compile(r"^\s*((?:turn|switch|toggle)\s+(?:on|off)|enable|disable|activate|deactivate)\b", re.I)
 
 
@@ -163,9 +166,32 @@ def split_goal(instruction: str) -> list[str]:
         return f" \x00{len(quoted) - 1}\x00"
 
     text = re.sub(r"(?<=[^\d\s]:)\s*(.+)$", hide_message, text, count=1)
-    text = re.sub(r"(?<!\d)\.(?=\s|$)", " ; ", text)  # sentence ends, not "9.30"
+    # Sentences with their ends: "." (not "9.30"), "?" or "!".
+    pieces = re.split(r"((?<!\d)\.(?=\s|$)|[?!]+(?=\s|$))", text)
+    sentences = [(chunk, end) for chunk, end in zip(pieces[0::2], pieces[1::2] + [""])
+                 if chunk.strip(" ,;")]
+    asks = [n for n, (chunk, _) in enumerate(sentences) if _is_request(chunk)]
+    if asks:
+        # "We've landed! Take the phone off flight mode please. Thanks!": chat around a
+        # request is not a sub-goal — a short exclamation, or anything after the last
+        # request. A longer sentence before one may say where ("it's in my notes"): kept.
+        sentences = [(chunk, end) for n, (chunk, end) in enumerate(sentences)
+                     if n in asks or (n < asks[-1] and len(chunk.split()) > 3)]
+    # A "." ends a sub-goal; a question or an exclamation runs on into the next sentence
+    # ("is there a setting for that? switch it on").
+    chunks: list[str] = []
+    pending = ""
+    for chunk, end in sentences:
+        pending = f"{pending} {chunk.strip()}" if pending else chunk
+        if end != "." and end:
+            pending += end[0]
+            continue
+        chunks.append(pending)
+        pending = ""
+    if pending:
+        chunks.append(pending.rstrip("?!"))
     parts: list[str] = []
-    for chunk in re.split(r";", text):
+    for chunk in ";".join(chunks).split(";"):
         for piece in _THEN_RE.split(chunk):
             parts.extend(_split_on_verbs(piece))
     out: list[str] = []
@@ -175,6 +201,31 @@ def split_goal(instruction: str) -> list[str]:
         if part:
             out.append(part)
     return out
+
+
+# Openings that soften a request without changing it ("can you …", "ok so please …").
+_POLITE_RE = re.compile(
+    r"^\s*(?:(?:ok(?:ay)?|so|and|also|now|just|oh|hey|hi|please|pls|plz|kindly|then|next|"
+    r"after\s+that|afterwards|finally|first|(?:you|u)\s+(?:can|may|could)|"
+    r"(?:can|could|would|will)\s+(?:you|u)|i'?d\s+like\s+(?:you\s+)?to)\b[\s,]*)+", re.I)
+# A sentence that asks for something although no action verb opens it.
+_WISH_RE = re.compile(
+    r"\b(?:i|we)\s+(?:(?:do\s*n[o']?t|dont|really|also|just)\s+)*(?:want|need|would\s+like|'d\s+like)\b"
+    r"|\b(?:can|could|may)\s+(?:i|we)\s+(?:get|have|order)\b"
+    r"|\bmake\s+(?:it|them|that)\b|^\s*no\s+\w|\x00", re.I)
+# Verbs that open a request besides the splitting verbs (ACTION_VERBS).
+_REQUEST_VERBS = ACTION_VERBS | frozenset(
+    """get let remind wake tell ask pay cancel keep give bring help schedule rate tip pin
+    unpin star flag archive block unblock follow unfollow download subscribe unsubscribe
+    extend renew reserve rent hide unhide kill silence use leave charge transfer email
+    like unlike dim brighten""".split())
+
+
+def _is_request(sentence: str) -> bool:
+    """A sentence that asks for something: an action verb opens it (after "please",
+    "can you" …), or it states a wish ("I don't need wifi right now", "no sugar")."""
+    plain = _POLITE_RE.sub("", sentence)
+    return _first_word(plain) in _REQUEST_VERBS or bool(_WISH_RE.search(sentence))
 
 
 _CONTEXT_WORDS = frozenset({"in", "on", "using", "from", "with", "at", "inside", "via"})

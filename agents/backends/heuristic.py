@@ -39,7 +39,8 @@ from agents.recommend import (
 )
 from agents.safety import current_policy
 from devices.actions import (
-    CLICK, COMPLETE, IMPOSSIBLE, OPENAPP, PRESS_BACK, PRESS_ENTER, SCROLL, TYPE, WAIT, Action,
+    CLICK, COMPLETE, IMPOSSIBLE, OPENAPP, PRESS_BACK, PRESS_ENTER, PRESS_HOME, SCROLL, TYPE,
+    WAIT, Action,
 )
 from devices.protocol import AppInfo
 from devices.uitree import UINode, descendants, is_dialog_root, node_at
@@ -51,13 +52,32 @@ __all__ = ["HeuristicBackend", "Intent", "parse_intent", "extract_text", "match_
 _TURN = r"(?:t(?:ur|ru)n|switch|toggle|set|put)"
 _TOGGLE_PATTERNS: tuple[tuple[re.Pattern[str], int, int], ...] = (
     # (pattern, group of the on/off word, group of the target)
-    (re.compile(rf"\b{_TURN}\s+(on|off)\s+(?:the\s+)?(.+)", re.I), 1, 2),
+    (re.compile(rf"\b{_TURN}\s+(on|off|of)\s+(?:the\s+)?(.+)", re.I), 1, 2),  # "turn of": a typo
     (re.compile(rf"\b{_TURN}\s+(?:the\s+)?(.+?)\s+(on|off)\b", re.I), 2, 1),
     (re.compile(r"\b(enable|activate|disable|deactivate|unmute|mute)\s+(?:the\s+)?(.+)", re.I), 1, 2),
     # "check out" is paying, not ticking a box.
     (re.compile(r"\b(check|uncheck|tick|untick)\s+(?!out\b)(?:the\s+)?(.+)", re.I), 1, 2),
 )
 _ON_WORDS = {"on", "enable", "activate", "check", "tick", "mute"}
+# Toggles asked for without an on/off word: (pattern, the state wanted, target group).
+_PHONE = r"(?:my\s+|the\s+)?(?:phone|device|mobile|cell)"
+_STATE_TOGGLES: tuple[tuple[re.Pattern[str], bool, int], ...] = (
+    # "put my phone in aeroplane mode", "set the phone to silent mode"
+    (re.compile(rf"\b(?:put|set|switch|turn)\s+{_PHONE}\s+(?:in|into|on|to)\s+(?:the\s+)?(.+)", re.I), True, 1),
+    # "take the phone off flight mode", "get out of airplane mode"
+    (re.compile(rf"\btake\s+{_PHONE}\s+(?:off|out\s+of)\s+(?:the\s+)?(.+)", re.I), False, 1),
+    (re.compile(r"\b(?:get|come)\s+(?:me\s+)?out\s+of\s+(?:the\s+)?(.+)", re.I), False, 1),
+    # "take do not disturb off", "kill the wifi"
+    (re.compile(r"\btake\s+(?:the\s+)?(.+?)\s+off\b", re.I), False, 1),
+    (re.compile(r"\bkill\s+(?:the\s+|my\s+)?(.+)", re.I), False, 1),
+    # "I don't need wifi right now": a short thing not wanted is a thing to switch off
+    (re.compile(r"\b(?:i|we)\s+(?:do\s*n[o']?t|dont)\s+(?:need|want)\s+(?:the\s+|my\s+|any\s+)?"
+                r"((?:[\w-]+\s*){1,3}?)(?:\s+(?:right\s+)?now|\s+any\s*more|\s+on)?\s*$", re.I), False, 1),
+)
+# Words around a toggle's name that do not name it ("flight mode please").
+_TARGET_TAIL_RE = re.compile(
+    r"(?:\s*,.*|\s+(?:please|pls|plz|now|right\s+now|for\s+me|thanks|thank\s+you|asap|too|"
+    r"as\s+well|while\s+you'?re\s+at\s+it))+\s*$", re.I)
 _TEXT_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b(?:saying|says|that says|with (?:the )?(?:text|message|note|body)|message)\s*[:,]?\s*[\"'“‘](.+?)[\"'”’](?:\s|$|[.,;!?])", re.I),
     re.compile(r"[\"“](.+?)[\"”]"),
@@ -67,7 +87,7 @@ _TEXT_PATTERNS: tuple[re.Pattern[str], ...] = (
     re.compile(r"\b(?:saying|says|that says)\s*:?\s*(.+?)\s*$", re.I),
     re.compile(r"^\s*(?:text|message|tell|send|reply to|write to)\s+[^:\"']{1,40}?:\s*(.+?)\s*$", re.I),
     # "Text Sam that I'm running late": the message is what follows "that".
-    re.compile(r"^\s*(?:text|message|tell|remind)\s+(?!me\b)[^:\"']{1,40}?\s+that\s+(.+?)\s*$", re.I),
+    re.compile(r"^\s*(?:text|message|tell|remind)\s+(?!me\b)(?:(?!\band\b)[^:\"']){1,40}?\s+that\s+(.+?)\s*$", re.I),
     re.compile(r"\b(?:type|enter|write|input)\s+(.+?)(?:\s+(?:in|into)\s+(?:the\s+)?.+)?\s*$", re.I),
     re.compile(r"\b(?:named|called|titled|labell?ed)\s+(.+?)\s*$", re.I),
     re.compile(r"\b(?:directions|route|navigate|way)\s+(?:to|for)\s+(?:the\s+)?(.+?)(?:\s+(?:in|on|using|with|by)\s+.+)?\s*$", re.I),
@@ -87,7 +107,7 @@ _ERROR_RE = re.compile(
 _LOADING_RE = re.compile(r"\b(loading|please wait|connecting|processing)\b", re.I)
 _SUCCESS_RE = re.compile(
     r"\b(placed|sent|saved|paid|purchased|success(?:ful(?:ly)?)?|confirmed|thank you|"
-    r"added to (?:the |your )?cart|(?:now )?in your cart|order (?:is )?on its way|booked|"
+    r"added to (?:the |your )?cart|(?:now )?in your cart|(?:is )?on (?:its|the) way|booked|"
     r"navigating|done)\b",
     re.I,
 )
@@ -105,6 +125,7 @@ class Intent:
     typed: str | None = None  # text to type
     app: AppInfo | None = None  # the app the sub-goal happens in, when known
     app_named: bool = False  # the app is named in the words (not guessed from descriptions)
+    plan_apps: frozenset[str] = frozenset()  # packages of the other sub-goals' apps
 
 
 def extract_text(goal: str) -> str | None:
@@ -185,6 +206,14 @@ def parse_intent(sub_goal: str, apps: tuple[AppInfo, ...] = ()) -> Intent:
                     sub_goal, "toggle", target=target, desired=word in _ON_WORDS,
                     app=app, app_named=named,
                 )
+    for pattern, desired, target_group in _STATE_TOGGLES:
+        match = pattern.search(sub_goal)
+        if match:
+            target = _TARGET_TAIL_RE.sub("", match.group(target_group))
+            target = _strip_app_words(target, app if named else None)
+            if target:
+                return Intent(sub_goal, "toggle", target=target, desired=desired,
+                              app=app, app_named=named)
     typed = extract_text(sub_goal)
     if typed:
         target = sub_goal.replace(typed, " ")
@@ -399,11 +428,76 @@ def _app_a_person_chose(ctx: StepContext, view: "ScreenView") -> AppInfo | None:
         if action.get("type") == OPENAPP:
             opened = normalise_words(str(action.get("app") or ""))
             return here if entry.by != "agent" and opened == name else None
-        if action.get("type") == CLICK and normalise_words(str(action.get("element") or "")) == name:
+        if action.get("type") == CLICK and _is_label(action.get("element"), here.name):
             # a tap on this app's icon (a row inside an app may share another app's
             # name — "Settings" in a ride app — so only this app's name counts)
             return here if entry.by != "agent" else None
     return None
+
+
+def _is_label(element: Any, name: str) -> bool:
+    """A tap's element is the app's icon: its label is the app's name, word for word
+    ("Text message" is a field in Messages, not the Messages icon)."""
+    return str(element or "").strip().casefold() == name.strip().casefold()
+
+
+@dataclass
+class _Visits:
+    """Which apps the episode has acted in, read from its history."""
+
+    worked: set[str] | None  # packages acted in; None: unknown (acted before any switch)
+    acting_here: bool  # an action since the last change of app
+    where: list[str | None]  # per history entry, the app it acted in (None: unknown)
+    # Apps a person switched away from after work was done in them: they judged that
+    # part finished (or not the agent's to finish).
+    left_by_person: set[str] = field(default_factory=set)
+
+
+def _app_visits(history: list[HistoryEntry], apps: tuple[AppInfo, ...]) -> _Visits:
+    """An action after opening an app (or tapping its icon on the home screen) was done
+    in that app; actions before the episode's first change of app were done in an app
+    the history does not name."""
+    by_name = {normalise_words(a.name): a.package for a in apps if a.name}
+    by_label = {a.name.strip().casefold(): a.package for a in apps if a.name}
+    worked: set[str] | None = set()
+    current: str | None = None
+    acting_here = False
+    where: list[str | None] = []
+    left_by_person: set[str] = set()
+    for n, entry in enumerate(history):
+        where.append(current)
+        action = entry.action or {}
+        kind = action.get("type")
+        label = str(action.get("element") or "").strip().casefold()
+        if kind in (OPENAPP, PRESS_HOME) or (kind == CLICK and label in by_label):
+            if (entry.by != "agent" and current is not None and acting_here
+                    and worked is not None and current in worked):
+                left_by_person.add(current)
+        if kind == OPENAPP:
+            current = by_name.get(normalise_words(str(action.get("app") or "")))
+        elif kind == CLICK and label in by_label:
+            current = by_label[label]
+        elif kind == PRESS_HOME:
+            current = None
+        else:
+            if n == 0:
+                worked = None
+            elif current is not None and worked is not None:
+                worked.add(current)
+            acting_here = True
+            continue
+        acting_here = False
+    return _Visits(worked, acting_here, where, left_by_person)
+
+
+def _unvisited(intents: list[Intent], visits: _Visits) -> frozenset[int]:
+    """Sub-goals whose app the episode has not acted in."""
+    if visits.worked is None:
+        return frozenset()
+    worked = visits.worked
+    return frozenset(i for i, intent in enumerate(intents)
+                     if intent.app is not None and intent.kind != "open_app"
+                     and intent.app.package not in worked)
 
 
 def _opened_apps(history: list[HistoryEntry]) -> list[str]:
@@ -495,7 +589,9 @@ class HeuristicBackend:
                 return done(form, "fill in the form the goal describes")
 
         status = [self._status(intent, view, ctx) for intent in intents]
-        current_index = _current_sub_goal(intents, status)
+        visits = _app_visits(ctx.history, tuple(ctx.apps))
+        current_index = _current_sub_goal(intents, status, _unvisited(intents, visits))
+        current_index = _finish_here_first(intents, status, current_index, view, visits)
         if current_index is None:
             # A form still open on screen (the Coffee order after tapping 'Latte') is
             # unfinished work whatever the history says: fill what the goal names, submit.
@@ -847,6 +943,8 @@ class HeuristicBackend:
             submitted = last_type is not None and any(
                 e.action.get("type") in (CLICK, PRESS_ENTER) for e in history[last_type + 1:]
             )
+            if submitted and not _app_ok(intent, view):
+                return "likely"  # sent from its own app; this screen cannot show it
             if submitted:
                 assert last_type is not None
                 shown = any(typed in n.text.lower() for n in view.nodes if n.text and not is_editable(n))
@@ -866,10 +964,23 @@ class HeuristicBackend:
             return "todo"
         if _setting_shows(intent, view):
             return "done"
-        if history and history[-1].action.get("type") == CLICK:
+        if history and history[-1].action.get("type") == CLICK and _app_ok(intent, view):
             success = _success_text(view)
             if success:
                 return "done" if _success_fits(success, intent) else "likely"
+            if _committed(history[-1], intent) and view.overlay_kind != "dialog":
+                return "likely"  # the form was just sent off ("Confirm ride" → a trip screen)
+        if intent.app is not None and intent.app.package not in intent.plan_apps:
+            # The only part of the errand in its app: committed there earlier, or a person
+            # left that app for another after work in it.
+            visits = _app_visits(history, tuple(ctx.apps))
+            # (a tap the dialog on screen now asks to confirm is not committed yet)
+            settled = history[:-1] if view.overlay_kind == "dialog" else history
+            if any(app == intent.app.package and _committed(entry, intent)
+                   for app, entry in zip(visits.where, settled)):
+                return "seen"
+            if intent.app.package in visits.left_by_person and view.package != intent.app.package:
+                return "seen"
         return "todo"
 
     def _complete(self, intents: list[Intent], status: list[str], view: ScreenView) -> _Choice:
@@ -909,6 +1020,8 @@ class HeuristicBackend:
     def _app_step(self, intent: Intent, view: ScreenView, ctx: StepContext) -> _Choice | None:
         app = intent.app
         chosen = _app_a_person_chose(ctx, view)
+        if chosen is not None and chosen.package in intent.plan_apps - {app.package if app else ""}:
+            chosen = None  # opened for another part of the errand, not instead of this one
         if chosen is not None and (app is None or app.package != chosen.package):
             # A person put the phone in this app instead of the one the agent meant: their
             # choice stands over a guess; leaving it for a named app is asked first.
@@ -1174,6 +1287,10 @@ class HeuristicBackend:
             icon = not node.text and bool(node.content_desc)
             if coverage == 0 or coverage < 0.15 or (icon and coverage < 0.25):
                 confidence = min(confidence, 3.0)
+            if intent.kind != "toggle" and (node.checkable or any(
+                    c.checkable for c in view.nodes if c.parent == node.index)):
+                # A tap flips a switch; a goal that says no state to flip it to is a guess.
+                confidence = min(confidence, 3.0)
             x, y = node.center
             choice = _Choice(Action(CLICK, x=x, y=y, element=label or None), confidence,
                              f"'{label}' matches the step '{intent.text}' best "
@@ -1184,7 +1301,7 @@ class HeuristicBackend:
         if view.scrollables:
             return self._scroll(view, ctx, f"Nothing on screen matches '{intent.target}'.",
                                 sure=_list_of_kind(view, checkable=False))
-        success = _SUCCESS_RE.search(view.text)
+        success = _SUCCESS_RE.search(view.text) if _app_ok(intent, view) else None
         if success:
             return _Choice(Action(COMPLETE), 3.0,
                            f"The screen says '{success.group(0)}'; the goal looks reached.")
@@ -1222,14 +1339,22 @@ def _inherit_apps(intents: list[Intent], ctx: StepContext) -> None:
         if not intent.app_named and previous is not None and previous.app_named:
             intent.app, intent.app_named = previous.app, True
         previous = intent
+    for intent in intents:
+        intent.plan_apps = frozenset(other.app.package for other in intents
+                                     if other is not intent and other.app is not None)
 
 
-def _current_sub_goal(intents: list[Intent], status: list[str]) -> int | None:
+def _current_sub_goal(intents: list[Intent], status: list[str],
+                      unvisited: frozenset[int] = frozenset()) -> int | None:
     """The first unfinished sub-goal at or after the latest one with evidence of progress.
 
     A toggle set (or found already set) on an earlier screen is no longer visible once the
     agent moved on, so sub-goals before the latest one the history shows done — or an
-    app the screen shows open — count as done (D-PoT re-plans from the history).
+    app the screen shows open — count as done (D-PoT re-plans from the history). Except
+    the sub-goals in ``unvisited``: the episode never acted in their app, so they
+    cannot have been done, whatever a later sub-goal shows (a person may do an errand's
+    halves in another order: "book a ride and text Alex" after they opened Messages) —
+    once every other sub-goal is done, the first of them is next, not COMPLETE.
     """
     progress = max(
         (i for i, s in enumerate(status)
@@ -1242,7 +1367,23 @@ def _current_sub_goal(intents: list[Intent], status: list[str]) -> int | None:
             continue
         if s in ("todo", "typed", "more"):
             return i
-    return None
+    # Before the task is declared done: a sub-goal in an app never opened is still to do.
+    return next((i for i in sorted(unvisited) if status[i] == "todo"), None)
+
+
+def _finish_here_first(intents: list[Intent], status: list[str], current: int | None,
+                       view: "ScreenView", visits: _Visits) -> int | None:
+    """An errand's part in the app on screen goes on before another app is opened, once
+    work in it has begun (a person opened Messages and the conversation: the text comes
+    first, then the ride) — one change of app instead of three."""
+    if current is None or not visits.acting_here:
+        return current
+    app = intents[current].app
+    if app is None or app.package == view.package:
+        return current
+    return next((i for i, intent in enumerate(intents)
+                 if intent.app is not None and intent.app.package == view.package
+                 and status[i] in ("todo", "typed", "more")), current)
 
 
 _MESSAGE_VERBS = frozenset(
@@ -1316,6 +1457,25 @@ def _success_text(view: ScreenView) -> str:
         if match:
             return match.group(0)
     return ""
+
+
+# Buttons whose tap commits what a form or a screen describes: the request is then sent.
+_COMMIT_VERBS = frozenset(
+    "confirm book schedule place pay submit buy order checkout purchase reserve".split())
+
+
+def _committed(entry: HistoryEntry, intent: Intent) -> bool:
+    """The step tapped a button that commits a request — "Confirm ride", "Place order",
+    or the sub-goal's own verb ("Cancel ride" for "cancel friday's ride") — and the
+    screen changed."""
+    action = entry.action or {}
+    if action.get("type") != CLICK or not entry.screen_changed:
+        return False
+    words = str(action.get("element") or "").lower().split()
+    if not words:
+        return False
+    verb = (intent.text.lower().split() or [""])[0]
+    return words[0] in _COMMIT_VERBS or (len(words) > 1 and words[0] == verb)
 
 
 _SUBMIT_WORDS = frozenset({"send", "search", "save", "ok", "post", "submit", "go", "apply", "confirm"})
@@ -1442,7 +1602,11 @@ _ADD_TO_CART_RE = re.compile(r"\badd\b.*\b(?:to\s+(?:my|the)\s+)?(?:cart|bag|bas
 
 
 _TIME_RE = re.compile(r"\b(\d{1,2}:\d{2})(?:\s*([AaPp])\.?\s?[Mm]\b\.?)?")
-_LABEL_RE = re.compile(r"\b(?:labell?ed|named|called|titled)\s+[\"'“‘]?(.+?)[\"'”’]?\s*[.!?]?\s*$", re.I)
+_HOUR_RE = re.compile(r"\b(\d{1,2})\s*([AaPp])\.?\s?[Mm]\b")  # "6am", "7 p.m."
+_MORNING_RE = re.compile(r"\b(?:morning|dawn|sunrise|breakfast)\b", re.I)
+_EVENING_RE = re.compile(r"\b(?:afternoon|evening|tonight|night|dinner|bedtime)\b", re.I)
+_LABEL_RE = re.compile(r"\b(?:(?:labell?ed|named|called|titled)|(?:call|name|label|title)\s+it)\s+"
+                       r"[\"'“‘]?(.+?)[\"'”’]?\s*[.!?]?\s*$", re.I)
 _SAVE_LABELS = frozenset({"save", "ok", "done", "set", "add"})
 _SIGN_IN_LABELS = frozenset({"sign in", "log in", "login", "signin", "continue", "next"})
 _CREATE_RE = re.compile(r"^\s*(?:please\s+)?(?:set|add|create|make|schedule)\b|\bnew\b", re.I)
@@ -1452,9 +1616,16 @@ def _form_values(instruction: str) -> list[tuple[str, str]]:
     """The (kind, value) pairs an instruction gives for a form: a time, a label."""
     values: list[tuple[str, str]] = []
     time = _TIME_RE.search(instruction)
+    hour = _HOUR_RE.search(instruction)
     if time:
         meridiem = f" {time.group(2).upper()}M" if time.group(2) else ""
+        if not meridiem and int(time.group(1).split(":")[0]) <= 12:
+            # "up at 6:45 tomorrow morning": the day part says which half of the clock
+            meridiem = (" AM" if _MORNING_RE.search(instruction)
+                        else " PM" if _EVENING_RE.search(instruction) else "")
         values.append(("time", time.group(1) + meridiem))
+    elif hour and 1 <= int(hour.group(1)) <= 12:
+        values.append(("time", f"{int(hour.group(1))}:00 {hour.group(2).upper()}M"))
     label = _LABEL_RE.search(instruction)
     if label:
         values.append(("label", label.group(1).strip()))
@@ -1578,6 +1749,10 @@ def _confirmation_of_last_tap(view: ScreenView, ctx: StepContext) -> UINode | No
         for phrase in current_policy().confirmations)
     if not asks_to_confirm and not (tapped & said and any("?" in n.text for n in others)):
         return None  # a notice ("Added to cart") is news, not a question to answer
+    again = [b for b in buttons
+             if b.label.strip().casefold() == match.group("label").strip().casefold()]
+    if len(again) == 1:
+        return again[0]  # "Cancel ride" → "Cancel ride?" [Keep ride] [Cancel ride]
     ahead = [b for b in buttons
              if not any(b.label.strip().lower() == w or w in b.label.lower().split()
                         for w in _DISMISS_WORDS + ("keep", "no", "back"))]

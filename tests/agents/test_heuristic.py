@@ -513,3 +513,44 @@ def test_a_results_row_naming_the_item_opens_it() -> None:
 def test_check_out_is_not_ticking_a_box() -> None:
     assert parse_intent("Check out the headphones in my cart").kind != "toggle"
     assert parse_intent("Check the Wireless only box").kind == "toggle"
+
+
+def test_switches_asked_for_without_on_or_off() -> None:
+    """People's wordings (reworded2 suite): the state is in the verb, or a typo."""
+    cases = {
+        "can you put my phone in aeroplane mode": ("aeroplane mode", True),
+        "Take the phone off flight mode please": ("flight mode", False),
+        "you can take do not disturb off now, I'm expecting a call": ("do not disturb", False),
+        "kill the wifi": ("wifi", False),
+        "turn of bluetoth": ("bluetoth", False),
+        "I don't need wifi right now": ("wifi", False),
+    }
+    for goal, (target, desired) in cases.items():
+        intent = parse_intent(goal)
+        assert (intent.kind, intent.target, intent.desired) == ("toggle", target, desired), goal
+    # A longer wish is not read as a switch to flip.
+    assert parse_intent("I don't want any notifications bugging me tonight").kind != "toggle"
+
+
+def test_a_tap_on_a_switch_for_a_goal_that_says_no_state_is_asked() -> None:
+    """A tap flips a switch: "Bluetooth please" does not say which way."""
+    observation = settings_screen(wifi_on=False, bluetooth_on=True)
+    proposal = backend.propose(ctx("Bluetooth please", observation))
+    assert proposal.action is not None and proposal.action.element == "Bluetooth"
+    assert proposal.confidence is not None and proposal.confidence < GAMMA
+    flip = backend.propose(ctx("Turn bluetooth off", observation))
+    assert flip.action is not None and flip.action.element == "Bluetooth"
+    assert flip.confidence is not None and flip.confidence >= GAMMA
+
+
+def test_the_day_part_of_a_time_is_typed() -> None:
+    """reworded2: "up at 6:45 tomorrow morning" typed "6:45", which the alarm took as wrong."""
+    up = "I need to be up at 6:45 tomorrow morning, can you set an alarm?"
+    typed = backend.propose(ctx(up, _alarm_form(focused="time")))
+    assert typed.action is not None and (typed.action.type, typed.action.text) == (TYPE, "6:45 AM")
+    run = "going for a run first thing tomorrow, so set an alarm for 5am and call it Run"
+    first = backend.propose(ctx(run, _alarm_form(focused="time")))
+    assert first.action is not None and first.action.text == "5:00 AM"
+    label = backend.propose(ctx(run, _alarm_form("5:00 AM", focused="label"),
+                                history=[entry(0, {"type": "TYPE", "text": "5:00 AM"})]))
+    assert label.action is not None and (label.action.type, label.action.text) == (TYPE, "Run")

@@ -85,3 +85,27 @@ def test_estimate_tokens_tracks_text_length() -> None:
     assert estimate_tokens("") == 0
     assert 2 <= estimate_tokens("hello world") <= 4
     assert estimate_tokens("step 1: CLICK 'Wi-Fi'") < estimate_tokens("step 1: CLICK 'Wi-Fi' " * 4)
+
+
+def test_chat_around_a_request_is_not_a_sub_goal() -> None:
+    """Found on the reworded2 suite (people's wordings, written 2026-11-25): "we're about to
+    take off" after "put my phone in aeroplane mode?" read as "turn … off" and the agent
+    declared airplane mode done at confidence 5 without touching it."""
+    assert split_goal("can you put my phone in aeroplane mode? we're about to take off") == [
+        "can you put my phone in aeroplane mode"]
+    assert split_goal("We've landed! Take the phone off flight mode please") == [
+        "Take the phone off flight mode please"]
+    assert split_goal("Morning! Could I get a latte? Medium, hot. Thanks so much") == [
+        "Could I get a latte"]
+    # A question runs on into the request it introduces; a sentence that says where stays.
+    assert split_goal("I hate small talk with drivers, is there a setting for that? switch it on") == [
+        "I hate small talk with drivers, is there a setting for that? switch it on"]
+    assert split_goal("Grandpa needs the wifi password, it's in my notes. Text it to him") == [
+        "Grandpa needs the wifi password, it's in my notes", "Text it to him"]
+    # Apostrophes are not quotes; "next time" is not "next, …"; "pin" is a step of its own.
+    assert split_goal("it's the weekend!! no 7 o'clock alarm please, switch on the 7:30 one") == [
+        "no 7 o'clock alarm please", "switch on the 7:30 one"]
+    assert split_goal("Text it to him and pin that note so I find it faster next time") == [
+        "Text it to him", "pin that note so I find it faster next time"]
+    assert split_goal("Turn on Wi-Fi. Then open Maps") == ["Turn on Wi-Fi", "open Maps"]
+    assert split_goal("Turn on Wi-Fi. Next, open Maps") == ["Turn on Wi-Fi", "open Maps"]

@@ -1,0 +1,113 @@
+"""The heuristic on two-app errands, on the simulator: which part comes next when a person
+did some of it, in another order, or left an app.
+
+Found on the fresh_errands suite (development material since 2026-11-25): with the
+operator doing the text first, the agent declared "book a ride and text Alex" done at
+confidence 5 with no ride booked; and after confirming the ride it tapped the Ride tab
+alone instead of moving on.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agents import loop
+from agents.backends.heuristic import HeuristicBackend
+from agents.episode import EpisodeMemory
+from agents.evaluation import _find_task, _load_suite, _sim_device
+from devices.actions import CLICK, COMPLETE, OPENAPP, TYPE, Action
+
+GAMMA = 4.0
+backend = HeuristicBackend()
+
+
+class Phone:
+    """A simulated phone on one task, with the episode's history as the runner keeps it."""
+
+    def __init__(self, suite: str, task: str) -> None:
+        suite_obj = _load_suite(suite)
+        self.task = _find_task(suite_obj, task)
+        self.device = _sim_device(suite_obj, self.task)
+        self.device.reset(self.task)
+        self.memory = EpisodeMemory(instruction=self.task.instruction)
+
+    def tap(self, label: str, by: str = "operator") -> None:
+        node = next(n for n in self.device.observe().nodes if n.label == label)
+        x, y = node.center
+        self.do(Action(CLICK, x=x, y=y, element=label), by)
+
+    def do(self, action: Action, by: str = "operator") -> None:
+        target = loop.target_node(action, self.device.observe().nodes)
+        outcome = self.device.perform(action)
+        assert outcome.changed or action.type == TYPE, action
+        self.memory.history.append(loop.history_entry(
+            len(self.memory.history) + 1, action, by, outcome.changed, target))
+
+    def propose(self) -> Any:
+        return backend.propose(self.memory.context(self.device.observe(), self.device.info.apps))
+
+    def done(self) -> bool:
+        return bool(self.device.check(self.task))
+
+
+def _text_alex(phone: Phone, by: str = "operator") -> None:
+    phone.tap("Messages", by)
+    phone.tap("Alex Chen", by)
+    phone.tap("Text message", by)
+    phone.do(Action(TYPE, text="I'm on my way"), by)
+    phone.tap("Send", by)
+
+
+def test_a_part_of_the_errand_in_an_app_never_opened_is_still_to_do() -> None:
+    phone = Phone("fresh_errands", "fe_airport_ride_text_alex")
+    _text_alex(phone)
+    proposal = phone.propose()
+    assert proposal.action is not None
+    assert (proposal.action.type, proposal.action.app) == (OPENAPP, "RideNow")
+    assert not phone.done()
+
+
+def test_the_part_begun_in_the_app_on_screen_is_finished_first() -> None:
+    phone = Phone("fresh_errands", "fe_airport_ride_text_alex")
+    phone.tap("Messages")
+    phone.tap("Alex Chen")
+    proposal = phone.propose()
+    assert proposal.action is not None and proposal.action.type != OPENAPP
+    assert proposal.action.element == "Text message" or proposal.action.type == TYPE
+
+
+def test_a_confirmed_booking_moves_the_errand_on() -> None:
+    phone = Phone("fresh_errands", "fe_airport_ride_text_alex")
+    phone.do(Action(OPENAPP, app="RideNow"), "agent")
+    phone.tap("City Airport, Terminal 2", "agent")
+    phone.tap("Standard", "agent")
+    phone.tap("Confirm ride", "operator")
+    proposal = phone.propose()
+    assert proposal.action is not None
+    assert (proposal.action.type, proposal.action.app) == (OPENAPP, "Messages")
+    # and once the text is sent too, the errand is done
+    phone.do(proposal.action, "agent")
+    phone.tap("Alex Chen")
+    phone.tap("Text message")
+    phone.do(Action(TYPE, text="I'm on my way"))
+    phone.tap("Send")
+    final = phone.propose()
+    assert final.action is not None and final.action.type == COMPLETE and phone.done()
+
+
+@pytest.mark.parametrize("leave_by", ["operator", "agent"])
+def test_a_cancellation_is_confirmed_in_its_own_dialog(leave_by: str) -> None:
+    """"Cancel ride" → "Cancel ride?" [Keep ride] [Cancel ride]: the button that repeats the
+    tap goes ahead (the agent chose "Keep ride", a way out, because "cancel" dismisses)."""
+    phone = Phone("fresh_errands", "fe_cancel_hotel_text_priya")
+    phone.do(Action(OPENAPP, app="RideNow"), "agent")
+    phone.tap("Activity", leave_by)
+    phone.tap("Airport Hotel", leave_by)
+    phone.tap("Cancel ride", leave_by)
+    proposal = phone.propose()
+    assert proposal.action is not None and proposal.action.element == "Cancel ride"
+    phone.do(proposal.action, "agent")
+    after = phone.propose()
+    assert after.action is not None
+    assert (after.action.type, after.action.app) == (OPENAPP, "Messages")
