@@ -160,10 +160,18 @@ def split_goal(instruction: str) -> list[str]:
 
     text = _QUOTE_RE.sub(hide, instruction.strip())
     # A message introduced by a colon runs to the end ("text Alex: In a meeting, call
-    # you later"); a colon between digits is a time ("9:00").
+    # you later. Call me!"), or to a sentence end where "and" / "then" … brings another
+    # request ("…: Away until Jan 2. and put the phone on do not disturb"); a colon
+    # between digits is a time ("9:00").
     def hide_message(match: re.Match[str]) -> str:
-        quoted.append(match.group(1))
-        return f" \x00{len(quoted) - 1}\x00"
+        message, rest = match.group(1), ""
+        for end in re.finditer(r"(?<!\d)[.!?]+\s+(?=(?:and|then|also|after\s+that|afterwards)\b)",
+                               message, flags=re.I):
+            if _is_request(re.split(r"[.!?]", message[end.end():], maxsplit=1)[0]):
+                message, rest = message[:end.start() + 1], " ; " + message[end.end():]
+                break
+        quoted.append(message)
+        return f" \x00{len(quoted) - 1}\x00{rest}"
 
     text = re.sub(r"(?<=[^\d\s]:)\s*(.+)$", hide_message, text, count=1)
     # Sentences with their ends: "." (not "9.30"), "?" or "!".

@@ -196,16 +196,6 @@ def parse_intent(sub_goal: str, apps: tuple[AppInfo, ...] = ()) -> Intent:
         opened, opened_named, _ = _app_match(target, apps)
         if opened is not None and opened_named:
             return Intent(sub_goal, "open_app", target=opened.name, app=opened, app_named=True)
-    for pattern, state_group, target_group in _TOGGLE_PATTERNS:
-        match = pattern.search(sub_goal)
-        if match:
-            word = match.group(state_group).lower()
-            target = _strip_app_words(match.group(target_group), app if named else None)
-            if target:
-                return Intent(
-                    sub_goal, "toggle", target=target, desired=word in _ON_WORDS,
-                    app=app, app_named=named,
-                )
     for pattern, desired, target_group in _STATE_TOGGLES:
         match = pattern.search(sub_goal)
         if match:
@@ -214,6 +204,19 @@ def parse_intent(sub_goal: str, apps: tuple[AppInfo, ...] = ()) -> Intent:
             if target:
                 return Intent(sub_goal, "toggle", target=target, desired=desired,
                               app=app, app_named=named)
+    for pattern, state_group, target_group in _TOGGLE_PATTERNS:
+        match = pattern.search(sub_goal)
+        if match:
+            word = match.group(state_group).lower()
+            # what follows a colon is a value or a message, not the switch's name
+            target = re.split(r"(?<!\d):(?!\d)", match.group(target_group))[0]
+            target = re.sub(r"\s+with\s*$", "", target, flags=re.I)
+            target = _strip_app_words(target, app if named else None)
+            if target:
+                return Intent(
+                    sub_goal, "toggle", target=target, desired=word in _ON_WORDS,
+                    app=app, app_named=named,
+                )
     typed = extract_text(sub_goal)
     if typed:
         target = sub_goal.replace(typed, " ")

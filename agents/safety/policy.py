@@ -174,6 +174,11 @@ class SensitivePolicy:
                 verb = _find(harm.verbs, context)
                 if verb and _find(harm.objects, context):
                     return Harm(harm.name, verb, "dialog")
+            # "Update your booking? … charges €25 a night": the spend is in the question.
+            price = _PRICE_RE.search(" ".join(
+                f"{n.text} {n.content_desc}" for n in dialog if n is not target))
+            if price:
+                return Harm("money", price.group(0), "dialog")
             found = _find(self.confirmations, context)
             if found:
                 return Harm(CONFIRMATION, found, "dialog")

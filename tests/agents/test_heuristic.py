@@ -554,3 +554,11 @@ def test_the_day_part_of_a_time_is_typed() -> None:
     label = backend.propose(ctx(run, _alarm_form("5:00 AM", focused="label"),
                                 history=[entry(0, {"type": "TYPE", "text": "5:00 AM"})]))
     assert label.action is not None and (label.action.type, label.action.text) == (TYPE, "Run")
+
+
+def test_a_switchs_name_stops_at_a_colon() -> None:
+    out = parse_intent("Turn on my email out of office with: Away until Jan 2")
+    assert (out.kind, out.target, out.desired) == ("toggle", "my email out of office", True)
+    dnd = parse_intent("put the phone on do not disturb")
+    assert (dnd.kind, dnd.target, dnd.desired) == ("toggle", "do not disturb", True)
+    assert "9:00" in parse_intent("Turn on the alarm at 9:00 AM").target

@@ -109,3 +109,17 @@ def test_chat_around_a_request_is_not_a_sub_goal() -> None:
         "Text it to him", "pin that note so I find it faster next time"]
     assert split_goal("Turn on Wi-Fi. Then open Maps") == ["Turn on Wi-Fi", "open Maps"]
     assert split_goal("Turn on Wi-Fi. Next, open Maps") == ["Turn on Wi-Fi", "open Maps"]
+
+
+def test_a_message_after_a_colon_ends_where_and_brings_another_request() -> None:
+    """fresh3_errands (measured once, then diagnosed, 2026-11-25): the out-of-office message
+    swallowed "and put the phone on do not disturb", so one sub-goal matched Do Not
+    Disturb and the agent declared the errand done alone with no out-of-office set."""
+    goal = ("Going on holiday. Turn on my email out of office with: Away until Jan 2, no "
+            "access to email. and put the phone on do not disturb")
+    assert split_goal(goal) == [
+        "Turn on my email out of office with: Away until Jan 2, no access to email",
+        "put the phone on do not disturb"]
+    # A message's own sentences stay in it.
+    assert split_goal("text Alex: In a meeting. Call you later") == [
+        "text Alex: In a meeting. Call you later"]

@@ -40,13 +40,17 @@ def test_the_calibrated_default_finishes_every_task_and_is_right_when_it_acts(su
     assert metrics["ece"] is not None  # the shipped calibrator scored the steps
 
 
-@pytest.mark.parametrize("suite", ["fresh2_apps", "fresh2_errands", "fresh_apps"])
+@pytest.mark.parametrize("suite", ["fresh2_apps", "fresh2_errands", "fresh_apps",
+                                   "fresh_errands", "fresh3_errands", "fresh4_errands"])
 def test_on_apps_nobody_here_wrote_for_the_default_never_acts_alone_wrongly(suite, monkeypatch):
     """The over-execution the product exists to prevent, on suites written by people who
     never read the rules (docs/evaluation.md, "Held-out suites"): the shipped calibrator
     never saw these apps, so every step it lets act alone must be right and every task
     must finish with the oracle operator's help. (A refit tried on 2026-11-25 let a wrong
-    step act alone on fresh2_errands; this keeps such a calibrator from shipping.)"""
+    step act alone on fresh2_errands; this keeps such a calibrator from shipping. A
+    heuristic change of the second session let one act alone on fresh3_errands — a
+    dropped "Going on holiday" exposed an out-of-office message that swallowed the
+    errand's second half; docs/evaluation.md.)"""
     monkeypatch.delenv("KAIROS_CALIBRATOR", raising=False)
     result = evaluate_suite(suite, "heuristic", [4], operator="oracle", jobs=2,
                             calibration="out")
