@@ -123,9 +123,11 @@ def unseen_app_precision(samples: Sequence[Labelled], backend: str, *, act_at: f
 
     For each app with at least ``min_app_steps`` steps (the launcher and system dialogs
     aside), a calibrator is fitted without that app's steps and judges them; the steps it
-    would let act alone at γ = 4 (P ≥ ``act_at``) are pooled over the apps, and their share
-    right, Laplace-smoothed ((right + 1) / (n + 2)), is the cap a step on an unseen app
-    gets. None with fewer than two such apps (nothing to measure it on)."""
+    would let act alone at γ = 4 (P ≥ ``act_at``) are pooled over the apps, and the lower
+    bound of their share right (Wilson, 95 %) is the cap a step on an unseen app gets: a
+    new app acts alone only once the apps measured show, beyond chance, that confident
+    evidence is right that often there. None with fewer than two such apps (nothing to
+    measure it on)."""
     from agents.calibration.calibrator import SYSTEM_PACKAGES
 
     apps = [app for app, n in _app_counts(samples).items()
@@ -143,7 +145,7 @@ def unseen_app_precision(samples: Sequence[Labelled], backend: str, *, act_at: f
             if sample.app == app and without.probability(sample.evidence) >= act_at:
                 total += 1
                 right += int(sample.right)
-    return (right + 1) / (total + 2)
+    return wilson_lower(right, total) if total else 0.5
 
 
 def _cross_fitted(matrix: Any, labels: Any, groups: list[str], regularisation: float) -> Any:

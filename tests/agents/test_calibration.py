@@ -472,6 +472,25 @@ def test_a_step_on_an_app_the_calibrator_never_saw_is_capped_at_what_unseen_apps
     assert again.unseen_app_p == calibrator.unseen_app_p and again.apps == calibrator.apps
 
 
+def test_a_few_apps_where_every_confident_step_was_right_do_not_make_new_apps_act_alone():
+    """The cap is what confident evidence earned on left-out apps *beyond chance*: 3 apps
+    with 12 confident steps each, all right, is not evidence that a fourth app is right
+    95% of the time. (The Laplace-smoothed share it was, 37/38 = 0.97, let every step on a
+    new app act alone at γ = 4 after a small probe or a few weeks of handoffs.)"""
+    from agents.calibration.fit import unseen_app_precision
+
+    rng = random.Random(7)
+    samples = []
+    for app in ("com.a", "com.b", "com.c"):
+        for n in range(24):
+            confident = n % 2 == 0
+            samples.append(Labelled({"rule": "toggle", "raw": 5.0 if confident else 2.0,
+                                     "action": "CLICK"},
+                                    confident or rng.random() < 0.3, "s", app))
+    cap = unseen_app_precision(samples, "heuristic")
+    assert cap is not None and cap < 0.95
+
+
 class OpensClock:
     """Proposes OPENAPP Clock from the launcher, sure of it, naming the app or not."""
 
