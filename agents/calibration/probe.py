@@ -6,8 +6,10 @@ branches run from the task's initial state:
 
 * ``teacher`` — at each state the backend proposes, the record is written with the
   oracle's verdict (right: on a shortest path to success), and then the **teacher's**
-  action is executed, as OS-Kairos does, so the states of a correct run are all
-  labelled, up to the success state (where COMPLETE is right and anything else wrong);
+  action is executed, as OS-Kairos does — or the backend's own when it was right, as an
+  operator would approve it, so the next record's history is what the product's would
+  be — so the states of a correct run are all labelled, up to the success state (where
+  COMPLETE is right and anything else wrong);
 * ``own`` — the backend's own action is executed whatever the verdict, so the states a
   wrong run reaches (and the recovery from them) are labelled too, until it declares
   COMPLETE / IMPOSSIBLE, runs out of steps, goes wrong ``OWN_WRONG_STREAK`` times in a
@@ -100,7 +102,9 @@ def probe_branch(device: Any, backend: Backend, task: Any, oracle: Any, branch: 
                 break  # the success state's verdict (COMPLETE right) is recorded
             if not teacher:
                 break
-            action = teacher[0]
+            # A right proposal runs as the operator would approve it; otherwise the
+            # teacher's action, a person's step in the history the next state shows.
+            action = proposal.action if right and proposal.action is not None else teacher[0]
         else:
             if proposal.action is None or wrong_streak >= OWN_WRONG_STREAK:
                 break

@@ -81,7 +81,42 @@ class WrongButtonFirst:
 register_backend("wrong-first", lambda **_: WrongButtonFirst())
 
 
+class LightOn:
+    """Taps "Light on" — as right as "Lamp on", which the teacher takes — then COMPLETE."""
+
+    name = "light-on"
+
+    def propose(self, ctx: StepContext) -> Proposal:
+        nodes = {n.text: n for n in ctx.observation.nodes if n.text}
+        if "Light on" in nodes and not ctx.history:
+            x, y = nodes["Light on"].center
+            return Proposal(Action(CLICK, x=x, y=y, element="Light on"), confidence=5.0,
+                            evidence={"rule": "light", "raw": 5.0})
+        return Proposal(Action(COMPLETE), confidence=5.0, evidence={"rule": "done", "raw": 5.0})
+
+
+register_backend("light-on", lambda **_: LightOn())
+
+
 # --- probing ----------------------------------------------------------------------------
+
+
+def test_a_right_proposal_is_what_the_probe_runs_and_what_the_history_shows(tmp_path):
+    """The history of the next record is the product's: an approved step is the agent's
+    own action. (The probe used to run the teacher's other right action and call it the
+    agent's, so a history could show the agent tapping what it never proposed.)"""
+    (tmp_path / "lamp.yaml").write_text(LAMP_APP.replace(
+        "      - {kind: button, id: lamp_on, text: Lamp on, on_tap: {set: {lit: true}}}",
+        "      - {kind: button, id: lamp_on, text: Lamp on, on_tap: {set: {lit: true}}}\n"
+        "      - {kind: button, id: light_on, text: Light on, on_tap: {set: {lit: true}}}"))
+    (tmp_path / "suite.yaml").write_text(LAMP_SUITE)
+    records = probe_task(ProbeJob(str(tmp_path / "suite.yaml"), "lamp_on", "light-on",
+                                  max_steps=4))
+    teacher = [r for r in records if r["branch"] == "teacher"]
+    assert teacher[0]["right"] is True
+    assert teacher[0]["human_action"]["element"] == "Lamp on"  # the teacher's own choice
+    assert teacher[1]["history"] == ["CLICK 'Light on'"]
+    assert teacher[1]["agent_action"]["type"] == COMPLETE and teacher[1]["right"] is True
 
 
 def test_probing_labels_the_teachers_run_and_the_backends_own_run(lamp_suite):
