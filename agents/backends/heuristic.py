@@ -497,10 +497,9 @@ def _unvisited(intents: list[Intent], visits: _Visits) -> frozenset[int]:
     """Sub-goals whose app the episode has not acted in."""
     if visits.worked is None:
         return frozenset()
-    worked = visits.worked
     return frozenset(i for i, intent in enumerate(intents)
                      if intent.app is not None and intent.kind != "open_app"
-                     and intent.app.package not in worked)
+                     and intent.app.package not in visits.worked)
 
 
 def _opened_apps(history: list[HistoryEntry]) -> list[str]:
@@ -591,8 +590,8 @@ class HeuristicBackend:
             if form is not None:
                 return done(form, "fill in the form the goal describes")
 
-        status = [self._status(intent, view, ctx) for intent in intents]
         visits = _app_visits(ctx.history, tuple(ctx.apps))
+        status = [self._status(intent, view, ctx, visits) for intent in intents]
         current_index = _current_sub_goal(intents, status, _unvisited(intents, visits))
         current_index = _finish_here_first(intents, status, current_index, view, visits)
         if current_index is None:
@@ -917,8 +916,10 @@ class HeuristicBackend:
 
     # -- progress --
 
-    def _status(self, intent: Intent, view: ScreenView, ctx: StepContext) -> str:
-        """'done' (visible on screen), 'seen' (history shows it was done), or 'todo'."""
+    def _status(self, intent: Intent, view: ScreenView, ctx: StepContext,
+                visits: _Visits | None = None) -> str:
+        """'done' (visible on screen), 'seen' (history shows it was done), or 'todo'.
+        ``visits``: the history's apps, read once per step by the caller."""
         history = ctx.history
         if intent.kind == "open_app":
             if intent.app and view.package == intent.app.package:
@@ -976,7 +977,7 @@ class HeuristicBackend:
         if intent.app is not None and intent.app.package not in intent.plan_apps:
             # The only part of the errand in its app: committed there earlier, or a person
             # left that app for another after work in it.
-            visits = _app_visits(history, tuple(ctx.apps))
+            visits = visits or _app_visits(history, tuple(ctx.apps))
             # (a tap the dialog on screen now asks to confirm is not committed yet)
             settled = history[:-1] if view.overlay_kind == "dialog" else history
             if any(app == intent.app.package and _committed(entry, intent)
