@@ -8,6 +8,7 @@ model backends state them the same way (docs/models.md, "Evidence").
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agents.backends.base import StepContext
@@ -24,6 +25,10 @@ def context_evidence(action: Action | None, ctx: StepContext) -> dict[str, Any]:
       for OPENAPP) the goal contains (1.0: the goal names it; absent without a target);
     * ``names_app`` — the goal names an installed app; ``in_named_app`` — the foreground
       app is one of those it names;
+    * ``app_mention`` (OPENAPP of an app whose name the goal contains) — ``"name"`` when
+      the words point at the app ("in Coffee", "open coffee", "the coffee app", a coined
+      name such as "RideNow"), ``"word"`` when the name is only an everyday word in the
+      sentence ("we don't need coffee anymore"): that one names a thing, not an app;
     * ``repeats`` — how often this same action was already performed in the episode;
       ``after_no_change`` — the previous action left the screen unchanged;
     * ``operator_steps`` — steps a person already decided in this episode;
@@ -40,6 +45,9 @@ def context_evidence(action: Action | None, ctx: StepContext) -> dict[str, Any]:
     elif action is not None and action.type == "OPENAPP" and action.app:
         words = set(tokens(action.app))
         evidence["names_target"] = round(len(words & goal_words) / len(words), 4) if words else 0.0
+        mention = app_mention(ctx.goal, action.app)
+        if mention is not None:
+            evidence["app_mention"] = mention
     named = [app for app in ctx.apps if app.name and set(tokens(app.name)) <= goal_words]
     evidence["names_app"] = bool(named)
     foreground = ctx.observation.app or ""
@@ -54,3 +62,47 @@ def context_evidence(action: Action | None, ctx: StepContext) -> dict[str, Any]:
     evidence["operator_steps"] = sum(1 for entry in ctx.history if entry.by != "agent")
     evidence["history"] = min(len(ctx.history), 20)
     return evidence
+
+
+# Words before an app's name that make it the app ("in Coffee", "open coffee", "with
+# RideNow"), and after it ("the coffee app").
+_APP_CUES_BEFORE = frozenset(
+    "in on open launch start use using via with from into inside through to".split())
+_APP_CUES_AFTER = frozenset({"app", "apps", "application"})
+_NAME_PART_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def app_mention(goal: str, app_name: str) -> str | None:
+    """How ``goal`` mentions the app called ``app_name``: ``"name"``, ``"word"`` or None
+    (not at all).
+
+    Many apps are called by everyday words (Coffee, Clock, Pantry): "we don't need coffee
+    anymore, remove it" names a thing on a shopping list, not the Coffee app. A mention
+    is a name when the app's name is coined (inner capitals or digits: "RideNow"),
+    capitalised inside a sentence, preceded by a word that points at an app ("in",
+    "open", "with"… optionally with "the"/"my") or followed by "app"; otherwise a word.
+    """
+    parts = _NAME_PART_RE.findall(app_name or "")
+    if not parts:
+        return None
+    pattern = re.compile(r"\b" + r"[\s_-]*".join(re.escape(p) for p in parts) + r"\b", re.I)
+    matches = list(pattern.finditer(goal or ""))
+    if not matches:
+        return None
+    if len(parts) > 1 or any(p.isdigit() for p in parts) or not app_name.isalpha():
+        return "name"  # "RideNow", "Dinner Dash", "K9": nobody says these in passing
+    for match in matches:
+        before = re.findall(r"[A-Za-z']+", goal[:match.start()])
+        after = re.findall(r"[A-Za-z']+", goal[match.end():])
+        sentence_start = not goal[:match.start()].strip() or re.search(
+            r"[.!?:;]\s*[\"'“‘(]?\s*$", goal[:match.start()]) is not None
+        if match.group(0)[0].isupper() and not sentence_start:
+            return "name"
+        lowered = [w.lower() for w in before[-2:]]
+        if lowered and (lowered[-1] in _APP_CUES_BEFORE or (
+                len(lowered) == 2 and lowered[-1] in {"the", "my"}
+                and lowered[0] in _APP_CUES_BEFORE)):
+            return "name"
+        if after and after[0].lower() in _APP_CUES_AFTER:
+            return "name"
+    return "word"

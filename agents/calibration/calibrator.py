@@ -143,11 +143,14 @@ class EvidenceCalibrator:
         Which app fits an unnamed goal was measured against the apps of the calibration
         data; an app it never saw may be the one the user means (a calendar beside the
         clock), so that choice is as unfamiliar as a step inside a new app. A goal that
-        names the app (``names_target`` 1.0) keeps its calibrated probability."""
+        names the app (``names_target`` 1.0) keeps its calibrated probability — unless its
+        name is only an everyday word there (``app_mention`` "word": "we don't need
+        coffee anymore" beside a shopping-list app the calibrator never saw)."""
         if evidence.get("action") != "OPENAPP" or not self.apps or self.unseen_app_p is None:
             return False
         named = evidence.get("names_target")
-        if isinstance(named, (int, float)) and not isinstance(named, bool) and named >= 1.0:
+        if (isinstance(named, (int, float)) and not isinstance(named, bool) and named >= 1.0
+                and evidence.get("app_mention") != "word"):
             return False
         return any(self.unseen_app(package) for package in installed)
 
@@ -159,8 +162,8 @@ class EvidenceCalibrator:
         if self.unseen_app(app):
             reasons.append(f"app {app} not in the calibration data")
         elif self.guesses_among_unseen_apps(evidence, installed):
-            reasons.append("opens an app the goal does not name, on a phone with apps "
-                           "not in the calibration data")
+            reasons.append("opens an app the goal does not name as an app, on a phone "
+                           "with apps not in the calibration data")
         for name, value in categorical_items(evidence).items():
             if "|" in name:
                 continue  # a cross is unfamiliar only through its parts

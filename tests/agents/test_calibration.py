@@ -573,6 +573,44 @@ def test_opening_an_unnamed_app_on_a_phone_with_apps_the_calibrator_never_saw_as
     assert named.confidence >= 4
 
 
+def test_an_app_whose_name_is_only_an_everyday_word_in_the_goal_is_not_named_by_it():
+    """"we don't need coffee anymore, remove it", on a phone with a shopping-list app the
+    calibrator never saw: the heuristic opened the Coffee app and the shipped calibrator
+    let it act alone (P 0.97), because the goal "named" Coffee. The word names a thing on
+    the list there; the choice of app is a guess among apps the data never covered, and
+    asks. The same phone with the app really named still acts alone."""
+    from agents.backends.heuristic import HeuristicBackend
+    from devices.protocol import AppInfo
+    from tests.agents.screens import ScreenBuilder
+
+    shipped = EvidenceCalibrator.load(SHIPPED_DIR / "heuristic.json")
+    apps = (AppInfo("Coffee", "com.kairos.coffee", "Order coffee drinks"),
+            AppInfo("Settings", "com.kairos.settings", "Wi-Fi, Bluetooth and display"),
+            AppInfo("Groceries", "com.example.groceries", "Recipes and a shopping list"))
+    assert shipped.unseen_app("com.example.groceries")
+    assert not shipped.unseen_app("com.kairos.coffee")
+
+    launcher = ScreenBuilder("com.android.launcher3")
+    for i, name in enumerate(("Coffee", "Settings", "Groceries", "Phone", "Camera", "Photos")):
+        launcher.add("android.widget.TextView", text=name, clickable=True,
+                     bounds=(40 + 340 * (i % 3), 300 + 300 * (i // 3),
+                             340 + 340 * (i % 3), 560 + 300 * (i // 3)))
+
+    def first_step(goal: str) -> Proposal:
+        ctx = StepContext(goal, launcher.observation(), apps=apps)
+        return CalibratedBackend(HeuristicBackend(), shipped).propose(ctx)
+
+    word = first_step("we don't need coffee anymore, remove it")
+    assert word.action is not None and word.action.type == "OPENAPP"
+    assert word.confidence < 4, word.extra
+    assert "as an app" in word.extra["unfamiliar"][0]
+    for named_goal in ("Open coffee and order a small latte",
+                       "order a small latte in the Coffee app"):
+        named = first_step(named_goal)
+        assert named.action is not None and named.action.app == "Coffee"
+        assert named.confidence >= 4, (named_goal, named.extra)
+
+
 @pytest.mark.django_db
 def test_handoffs_on_a_new_app_make_it_familiar_only_once_there_are_enough(tmp_path):
     """The learning loop on an installation's own app: its steps are capped while the
@@ -625,3 +663,39 @@ def test_handoffs_on_a_new_app_make_it_familiar_only_once_there_are_enough(tmp_p
     assert enough.apps["com.new"] == 30
     assert enough.probability(evidence, "com.new") == enough.probability(evidence, "com.a")
     assert "com.new" not in " ".join(enough.unfamiliar(evidence, "com.new"))
+
+
+@pytest.mark.parametrize("goal, app, mention", [
+    ("we don't need coffee anymore, remove it", "Coffee", "word"),
+    ("the clock in the kitchen is wrong, note it", "Clock", "word"),
+    ("order a latte in Coffee", "Coffee", "name"),
+    ("open coffee and get a latte", "Coffee", "name"),
+    ("get me a latte from the coffee app", "Coffee", "name"),
+    ("order a latte on my Coffee", "Coffee", "name"),
+    ("Set an alarm with the Clock", "Clock", "name"),
+    ("ridenow me to work", "RideNow", "name"),  # a coined name is a name however typed
+    ("pay parking in parkit zone 3", "ParkIt", "name"),
+    ("book a ride home", "RideNow", None),
+])
+def test_how_a_goal_mentions_an_app(goal, app, mention):
+    from agents.backends.evidence import app_mention
+
+    assert app_mention(goal, app) == mention
+
+
+def test_ece_by_chance_tells_a_small_suites_noise_from_miscalibration():
+    """A 16-task suite judges ~150 steps; at that size even a perfect confidence shows an
+    ECE of several points, so the report says how much chance alone explains."""
+    from agents.calibration.fit import ece_by_chance, expected_calibration_error
+
+    rng = random.Random(5)
+    probabilities = [rng.choice([0.3, 0.6, 0.9, 0.97]) for _ in range(150)]
+    chance = ece_by_chance(probabilities)
+    assert chance is not None and 0.03 < chance < 0.2
+    assert ece_by_chance(probabilities * 20) < chance / 2  # more steps, less noise
+    honest = [expected_calibration_error([(p, rng.random() < p) for p in probabilities])
+              for _ in range(100)]
+    assert sum(e <= chance for e in honest) >= 85  # a perfect confidence passes
+    overconfident = [(p, rng.random() < p - 0.25) for p in probabilities]
+    assert expected_calibration_error(overconfident) > chance  # a 25-point lie does not
+    assert ece_by_chance([]) is None
