@@ -313,6 +313,7 @@ def evaluate_suite(
             "threshold": _number(threshold),
             **summarize(group),
             "ece": calibration_error(group),
+            "ece_by_chance": calibration_error_by_chance(group),
             "dead_ends": sum(1 for record in group if record.dead_end),
             # Suites that mark sensitive elements (``sensitive`` in a task): proposals that
             # tapped one, and how many of those the gate asked about (the policy's goal:
@@ -340,6 +341,14 @@ def calibration_error(records: Sequence[TaskRecord]) -> float | None:
     from agents.calibration.fit import expected_calibration_error
 
     return expected_calibration_error(_calibrated_steps(records))
+
+
+def calibration_error_by_chance(records: Sequence[TaskRecord]) -> float | None:
+    """The ECE a perfectly calibrated confidence could show by chance on these steps
+    (95th percentile, ``fit.ece_by_chance``): the yardstick for ``ece`` on a small suite."""
+    from agents.calibration.fit import ece_by_chance
+
+    return ece_by_chance([p for p, _ in _calibrated_steps(records)])
 
 
 def reliability(records: Sequence[TaskRecord]) -> list[dict[str, float]]:

@@ -199,6 +199,8 @@ def reliability_plot_svg(result: dict[str, Any], *, title: str | None = None) ->
                        f'fill="{colour}" fill-opacity="0.6"><title>{n} steps</title></circle>')
         ece = row.get("ece")
         label = f"γ = {_tick(float(row['threshold']))}: ECE {ece:.3f}" if ece is not None else ""
+        if label and row.get("ece_by_chance") is not None:
+            label += f" (a perfect confidence: up to {row['ece_by_chance']:.3f} by chance)"
         out.append(f'<text x="{left}" y="{bottom + 56 + 20 * i}" fill="{colour}">'
                    f'{escape(label)}</text>')
     out.append("</svg>")

@@ -176,9 +176,11 @@ def test_suite_result_has_the_contract_shape() -> None:
             "intervention_precision", "autonomy_precision", "autonomy_recall", "re",
             "interventions_per_task", "clarifications_per_task", "steps_per_task", "per_task",
             "ece",  # CONTRACT "Additions (second build)"; null without a calibrator
+            "ece_by_chance",  # what a perfect confidence could show on so few steps
             "dead_ends", "sensitive_steps", "sensitive_asked",
         }
         assert row["ece"] is None  # the stub episodes carry no calibrated P(right)
+        assert row["ece_by_chance"] is None
         assert row["dead_ends"] == 0 and row["sensitive_steps"] == 0
     assert result["results"][0]["per_task"] == [
         {"task": "a", "success": False, "steps": 3, "interventions": 0, "clarifications": 0,
