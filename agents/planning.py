@@ -202,6 +202,10 @@ def split_goal(instruction: str) -> list[str]:
     for chunk in ";".join(chunks).split(";"):
         for piece in _THEN_RE.split(chunk):
             parts.extend(_split_on_verbs(piece))
+    if any(_is_request(part) for part in parts):
+        # "maps can't find where I am, turn my location back on": the complaint says why,
+        # the request says what; only the request is a sub-goal.
+        parts = [part for part in parts if _is_request(part) or not _COMPLAINT_RE.search(part)]
     out: list[str] = []
     for part in parts:
         part = re.sub(r"\x00(\d+)\x00", lambda m: quoted[int(m.group(1))], part)
@@ -209,6 +213,14 @@ def split_goal(instruction: str) -> list[str]:
         if part:
             out.append(part)
     return out
+
+
+# A clause that reports a problem rather than asks ("the wifi keeps dropping", "Sam
+# can't hear me", "my phone won't stop buzzing").
+_COMPLAINT_RE = re.compile(
+    r"\b(?:can'?t|cannot|won'?t|isn'?t|aren'?t|doesn'?t|didn'?t|wasn'?t|keeps?|kept|"
+    r"stopped|broke|is\s+(?:broken|down|dead|not)|are\s+(?:broken|down|not))\b"
+    .replace("'", "['\u2019]"), re.I)
 
 
 # Openings that soften a request without changing it ("can you …", "ok so please …").

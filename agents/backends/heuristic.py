@@ -624,11 +624,17 @@ class HeuristicBackend:
                 # The app asks to confirm what was just tapped ("Remove from home" →
                 # "Remove Sam Rivera?"): the dialog is part of the task, not a pop-up to
                 # dismiss. Going ahead is a sensitive step, so the gate's policy asks a
-                # person when the confirmation commits a harm.
+                # person when the confirmation commits a harm. Only a tap the goal asked
+                # for is confirmed alone: "Delete recording" under "start recording" was
+                # a slip, and its dialog is the last chance to take it back.
                 x, y = confirm.center
-                return _Choice(Action(CLICK, x=x, y=y, element=confirm.label), 4.0,
-                               f"The app asks to confirm the last step; going ahead with "
-                               f"'{confirm.label}'.")
+                if _goal_asks_for(confirm.label, ctx):
+                    return _Choice(Action(CLICK, x=x, y=y, element=confirm.label), 4.0,
+                                   f"The app asks to confirm the last step; going ahead with "
+                                   f"'{confirm.label}'.")
+                return _Choice(Action(CLICK, x=x, y=y, element=confirm.label), 2.0,
+                               f"The app asks to confirm '{confirm.label}', which the goal "
+                               f"does not ask for; a person decides.")
         if view.overlay_kind == "dialog" and words and len(words & goal_toks) >= max(1, len(words) // 3):
             return None  # the goal talks about this dialog: it is part of the task
         buttons = [n for n in overlay_nodes if n.clickable and n.enabled and n.label]
@@ -930,7 +936,9 @@ class HeuristicBackend:
         if intent.kind == "toggle":
             switch, score, _ = self._find_switch(intent, view)
             if switch is not None and score >= 0.5 and _app_ok(intent, view):
-                return "done" if switch.checked == intent.desired else "todo"
+                if switch.checked != intent.desired or _other_named_option(view, intent):
+                    return "todo"
+                return "done"
             labels = _history_labels(history)
             target = set(tokens(intent.target))
             if target and any(target <= set(tokens(label)) for label in labels):
@@ -1080,6 +1088,13 @@ class HeuristicBackend:
             label = _display_label(switch, view.nodes)
             current = "on" if switch.checked else "off"
             if switch.checked == intent.desired:  # StaR Fig. 12: no toggle needed
+                option = _other_named_option(view, intent)
+                if option is not None:  # "lights on at high brightness": High is left
+                    x, y = option.center
+                    name = option.label or row_label(option, view.nodes)
+                    return _Choice(Action(CLICK, x=x, y=y, element=name), 4.0,
+                                   f"'{label}' is {current} as the goal wants; it also names "
+                                   f"'{name}', not chosen yet.", [option.key])
                 return _Choice(Action(COMPLETE), 4.0,
                                f"'{label}' is currently {current}, as the goal wants.")
             x, y = switch.center
@@ -1585,6 +1600,19 @@ def _named_option(group: ChoiceGroup, nodes: list[UINode], goal: str) -> tuple[U
     return None
 
 
+def _other_named_option(view: ScreenView, intent: Intent) -> UINode | None:
+    """An option on screen that the toggle's own words name ("at high brightness") and
+    that is not chosen, while another of its group is: the rest of the sub-goal."""
+    for group in view.groups:
+        chosen = group.checked
+        if chosen is None:
+            continue  # an open choice is _open_choice's / _pick_named_option's
+        named = _named_option(group, view.nodes, intent.target)
+        if named is not None and named[0] is not chosen and named[1] >= 0.99:
+            return named[0]
+    return None
+
+
 def _word_named(word: str, goal_tokens: set[str]) -> bool:
     """``word`` occurs in the goal, allowing inflection ("cycle" names "Cycling")."""
     if word in goal_tokens:
@@ -1761,6 +1789,28 @@ def _confirmation_of_last_tap(view: ScreenView, ctx: StepContext) -> UINode | No
              if not any(b.label.strip().lower() == w or w in b.label.lower().split()
                         for w in _DISMISS_WORDS + ("keep", "no", "back"))]
     return ahead[0] if len(ahead) == 1 else None
+
+
+# Buttons that only say "go ahead": their dialog's question carries the meaning.
+_GO_AHEAD_WORDS = frozenset("ok okay yes confirm continue proceed done next apply".split())
+
+
+def _goal_asks_for(button_label: str, ctx: StepContext) -> bool:
+    """The goal asks for what the confirmation commits: the verb of the go-ahead button,
+    or of the tapped label when the button only says "OK"/"Confirm", is one the goal uses
+    ("Cancel ride" for "cancel my ride") or a verb that completes a request
+    (``_COMMIT_VERBS``: "Place order", "Book"; money is the policy's to ask about)."""
+    tapped = ""
+    if ctx.history:
+        match = _TAPPED_LABEL.match(ctx.history[-1].summary or "")
+        tapped = match.group("label") if match else ""
+    goal = set(tokens(ctx.goal, keep_stopwords=True))
+    for label in (button_label, tapped):
+        words = [w for w in tokens(label, keep_stopwords=True) if w not in _FUNCTION_WORDS]
+        if not words or (label is button_label and words[0] in _GO_AHEAD_WORDS):
+            continue  # "Confirm": the tap before it says what is confirmed
+        return words[0] in goal or words[0] in _COMMIT_VERBS
+    return True
 
 
 def _overlay_confidence(kind: str, button: UINode, buttons: list[UINode]) -> float:

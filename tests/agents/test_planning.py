@@ -1,6 +1,8 @@
 """D-PoT helpers: compact history, goal splitting, references to similar goals."""
 from __future__ import annotations
 
+import pytest
+
 from agents.planning import (
     ReferenceIndex, compact_history, estimate_tokens, react_history, split_goal,
 )
@@ -123,3 +125,19 @@ def test_a_message_after_a_colon_ends_where_and_brings_another_request() -> None
     # A message's own sentences stay in it.
     assert split_goal("text Alex: In a meeting. Call you later") == [
         "text Alex: In a meeting. Call you later"]
+
+
+@pytest.mark.parametrize("goal, parts", [
+    # reworded2 (development): "maps can't find where I am" was a sub-goal, and the agent
+    # tapped Maps' "Search here" at confidence 5 for it.
+    ("maps can't find where I am, turn my location back on", ["turn my location back on"]),
+    ("the wifi keeps dropping, turn it off", ["turn it off"]),
+    ("my phone won't stop buzzing, mute it", ["mute it"]),
+    # a wish or a message is not a complaint
+    ("I don't need wifi right now", ["I don't need wifi right now"]),
+    ("text Sam: I can't make it, sorry", ["text Sam: I can't make it, sorry"]),
+    ("don't let the screen turn off, set the timeout to 10 minutes",
+     ["don't let the screen turn off", "set the timeout to 10 minutes"]),
+])
+def test_a_complaint_beside_a_request_is_not_a_sub_goal(goal: str, parts: list[str]) -> None:
+    assert split_goal(goal) == parts
