@@ -1129,9 +1129,14 @@ class HeuristicBackend:
             x, y = option.center
             label = option.label or row_label(option, view.nodes)
             confidence = 5.0 if strength >= 0.99 else 4.0
-            choice = _Choice(Action(CLICK, x=x, y=y, element=label), confidence,
-                             f"The goal names '{label}' for {title}; choosing it "
-                             f"(options: {', '.join(labels)}).", [option.key])
+            why = f"The goal names '{label}' for {title}; choosing it (options: {', '.join(labels)})."
+            if _names_elsewhere(view, ctx, label):
+                # "the Aurora Wireless Headphones in black" on the Pulse Sport Earbuds'
+                # page: Black is named, but these options belong to another item.
+                confidence = min(confidence, 3.0)
+                why += " The item the goal names is not on this screen, though."
+            choice = _Choice(Action(CLICK, x=x, y=y, element=label), confidence, why,
+                             [option.key])
             choice.evidence.update(strength=round(strength, 4), fitting=len(labels))
             return choice
         return None
@@ -1637,8 +1642,11 @@ _TIME_RE = re.compile(r"\b(\d{1,2}:\d{2})(?:\s*([AaPp])\.?\s?[Mm]\b\.?)?")
 _HOUR_RE = re.compile(r"\b(\d{1,2})\s*([AaPp])\.?\s?[Mm]\b")  # "6am", "7 p.m."
 _MORNING_RE = re.compile(r"\b(?:morning|dawn|sunrise|breakfast)\b", re.I)
 _EVENING_RE = re.compile(r"\b(?:afternoon|evening|tonight|night|dinner|bedtime)\b", re.I)
+# The label runs to the end, or to where the body begins ("a note called Gate code that
+# says 4821#": the title is "Gate code").
 _LABEL_RE = re.compile(r"\b(?:(?:labell?ed|named|called|titled)|(?:call|name|label|title)\s+it)\s+"
-                       r"[\"'“‘]?(.+?)[\"'”’]?\s*[.!?]?\s*$", re.I)
+                       r"[\"'“‘]?(.+?)[\"'”’]?\s*(?:[.!?]?\s*$|,?\s+(?:that|which)\s+says?\b"
+                       r"|,?\s+saying\b|,?\s+with\s+(?:the\s+)?(?:text|body|note|message)\b)", re.I)
 _SAVE_LABELS = frozenset({"save", "ok", "done", "set", "add"})
 _SIGN_IN_LABELS = frozenset({"sign in", "log in", "login", "signin", "continue", "next"})
 _CREATE_RE = re.compile(r"^\s*(?:please\s+)?(?:set|add|create|make|schedule)\b|\bnew\b", re.I)
@@ -1661,7 +1669,15 @@ def _form_values(instruction: str) -> list[tuple[str, str]]:
     label = _LABEL_RE.search(instruction)
     if label:
         values.append(("label", label.group(1).strip()))
+        body = _BODY_RE.search(instruction, label.end(1))
+        if body and body.group(1).strip(" \"'“”‘’"):
+            values.append(("body", body.group(1).strip().strip("\"'“”‘’").rstrip(".!?").strip()))
     return values
+
+
+# What a titled thing says ("… called Gate code that says 4821#").
+_BODY_RE = re.compile(r"\b(?:(?:that|which)\s+says?|saying|with\s+(?:the\s+)?(?:text|body|note|message))"
+                      r"\s*:?\s*(.+?)\s*$", re.I)
 
 
 def _field_kind(node: UINode) -> str:
@@ -1670,6 +1686,8 @@ def _field_kind(node: UINode) -> str:
         return "time"
     if words & {"label", "name", "title"}:
         return "label"
+    if words & {"body", "note", "content", "description"}:
+        return "body"
     return ""
 
 
@@ -1739,6 +1757,18 @@ def _names(text: str) -> set[str]:
         words = re.findall(r"[\w'’-]+", sentence)
         out.update(tokens(" ".join(w for w in words[1:] if w[:1].isupper())))
     return {word for word in out if len(word) > 1}  # not the "m" of "I'm"
+
+
+def _names_elsewhere(view: ScreenView, ctx: StepContext, option_label: str) -> bool:
+    """The instruction names an item (capitalised words, less the option's own and the
+    apps' names) and none of those words is on this screen: what is on it is something
+    else."""
+    names = _names(ctx.instruction) - set(tokens(option_label))
+    for app in ctx.apps:
+        names -= set(tokens(app.name))
+    if not names:
+        return False
+    return not names & set(tokens(view.text))
 
 
 def _or_list(items: list[str]) -> str:

@@ -144,3 +144,40 @@ def test_a_switch_in_the_right_state_does_not_finish_a_goal_that_names_an_option
     phone.do(proposal.action, "agent")
     final = phone.propose()
     assert final.action is not None and final.action.type == COMPLETE and phone.done()
+
+
+def test_an_option_the_goal_names_on_another_items_page_is_not_chosen_alone() -> None:
+    """"Add the Aurora Wireless Headphones … in black": on the Pulse Sport Earbuds' page
+    (a person opened the wrong result) the agent picked Black at confidence 5."""
+    phone = Phone("everyday", "shop_headphones_black")
+    phone.tap("Shop")
+    page = phone.device.observe()
+    search = next(n for n in page.nodes if n.cls.endswith("EditText"))
+    phone.tap(search.label)
+    phone.do(Action(TYPE, text="headphones"))
+    phone.do(Action("PRESS_ENTER"))
+    wrong = next(n.label for n in phone.device.observe().nodes
+                 if "pulse" in n.label.lower() and n.clickable)
+    phone.tap(wrong)
+    proposal = phone.propose()
+    assert proposal.action is not None and proposal.confidence is not None
+    picks_colour = proposal.action.element in ("Black", "White", "Blue")
+    assert not picks_colour or proposal.confidence < GAMMA, proposal.thought
+
+
+def test_a_title_stops_where_the_body_begins() -> None:
+    """"Make a note called Gate code that says 4821#": the agent typed the whole of
+    "Gate code that says 4821#" into the title, at confidence 5."""
+    phone = Phone("fresh_apps", "jo_gate_code_note")
+    for label in ("Jotter", "New note", "Title"):
+        phone.tap(label)
+    proposal = phone.propose()
+    assert proposal.action is not None
+    assert (proposal.action.type, proposal.action.text) == (TYPE, "Gate code")
+    for _ in range(6):  # and the body goes into the note before it is saved
+        phone.do(proposal.action, "agent")
+        proposal = phone.propose()
+        assert proposal.action is not None
+        if proposal.action.type == COMPLETE:
+            break
+    assert phone.done()
