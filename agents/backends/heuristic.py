@@ -795,9 +795,10 @@ class HeuristicBackend:
             overlay = {n.key for n in view.overlay}
             rows = [n for n in view.candidates if n.text and is_tappable(n, view.nodes)
                     and not is_editable(n) and n.key not in overlay
-                    and item <= set(tokens(n.text)) and len(set(tokens(n.text)) - item) <= 2
-                    and _plain(n.text) not in clicked]
-            if len(rows) >= 1 and len({_plain(n.text) for n in rows}) == 1:
+                    and item <= set(tokens(n.text)) and len(set(tokens(n.text)) - item) <= 2]
+            # One row, and not one already tapped: with "Visa ending 9021" tapped, its
+            # lookalike "Visa ending 4417" is not "the" item just because it is left.
+            if len({_plain(n.text) for n in rows}) == 1 and _plain(rows[0].text) not in clicked:
                 x, y = rows[0].center
                 return _Choice(Action(CLICK, x=x, y=y, element=rows[0].text), 4.0,
                                f"'{rows[0].text}' is the item the goal names; opening it.",

@@ -181,3 +181,17 @@ def test_a_title_stops_where_the_body_begins() -> None:
         if proposal.action.type == COMPLETE:
             break
     assert phone.done()
+
+
+def test_the_lookalike_of_an_item_already_chosen_is_not_opened_as_the_item() -> None:
+    """"Pay for my rides with the business Visa …, the one ending 9021": after the
+    agent chose "Visa ending 9021", it tapped "Visa ending 4417" at confidence 4 as "the
+    item the goal names" — the only Visa row not yet tapped."""
+    phone = Phone("fresh_apps", "rn_business_card")
+    for label in ("RideNow", "Wallet"):
+        phone.tap(label)
+    phone.tap("Visa ending 9021", "agent")
+    proposal = phone.propose()
+    assert proposal.action is not None and proposal.confidence is not None
+    assert proposal.action.element != "Visa ending 4417" or proposal.confidence < GAMMA, \
+        proposal.thought
