@@ -167,11 +167,18 @@ def _app_match(words: str, apps: tuple[AppInfo, ...]) -> tuple[AppInfo | None, b
     goal_toks |= {category for category, members in _APP_CATEGORIES.items() if goal_toks & members}
     best: tuple[float, AppInfo | None] = (0.0, None)
     second = 0.0
+    app_tokens = {app.package: set(tokens(f"{app.name} {app.description}")) for app in apps}
+    # A word several apps describe themselves with ("search": Maps and Shop) tells them
+    # apart less than one only an app uses ("email"): each shared word counts 1/apps.
+    spread: dict[str, int] = {}
+    for toks in app_tokens.values():
+        for tok in toks:
+            spread[tok] = spread.get(tok, 0) + 1
     for app in apps:
-        app_toks = set(tokens(f"{app.name} {app.description}"))
+        app_toks = app_tokens[app.package]
         if not app_toks:
             continue
-        overlap = len(goal_toks & app_toks) / max(1, min(len(goal_toks), 4))
+        overlap = sum(1 / spread[t] for t in goal_toks & app_toks) / max(1, min(len(goal_toks), 4))
         if overlap > best[0]:
             second = best[0]
             best = (overlap, app)
@@ -587,6 +594,11 @@ class HeuristicBackend:
             if shopping is not None:
                 return done(shopping, "go on with the purchase")
             form = None if any(i.kind == "toggle" for i in intents) else self._fill_form(view, ctx)
+            if form is not None and form.action.type == COMPLETE and _unvisited(
+                    intents, _app_visits(ctx.history, tuple(ctx.apps))):
+                # "star the email …, and set an alarm for 5:45": the alarm's form is saved,
+                # but a part of the errand in an app never acted in is still to do.
+                form = None
             if form is not None:
                 return done(form, "fill in the form the goal describes")
 
@@ -944,7 +956,7 @@ class HeuristicBackend:
             target = set(tokens(intent.target))
             if target and any(target <= set(tokens(label)) for label in labels):
                 return "seen"
-            return "todo"
+            return "seen" if self._finished_in_its_app(intent, view, ctx, visits) else "todo"
         if intent.kind == "type" and intent.typed:
             typed = intent.typed.strip().lower()
             field_texts = [n.text.strip().lower() for n in view.editables if not _field_is_empty(n)]
@@ -983,18 +995,23 @@ class HeuristicBackend:
                 return "done" if _success_fits(success, intent) else "likely"
             if _committed(history[-1], intent) and view.overlay_kind != "dialog":
                 return "likely"  # the form was just sent off ("Confirm ride" → a trip screen)
-        if intent.app is not None and intent.app.package not in intent.plan_apps:
-            # The only part of the errand in its app: committed there earlier, or a person
-            # left that app for another after work in it.
-            visits = visits or _app_visits(history, tuple(ctx.apps))
-            # (a tap the dialog on screen now asks to confirm is not committed yet)
-            settled = history[:-1] if view.overlay_kind == "dialog" else history
-            if any(app == intent.app.package and _committed(entry, intent)
-                   for app, entry in zip(visits.where, settled)):
-                return "seen"
-            if intent.app.package in visits.left_by_person and view.package != intent.app.package:
-                return "seen"
-        return "todo"
+        return "seen" if self._finished_in_its_app(intent, view, ctx, visits) else "todo"
+
+    @staticmethod
+    def _finished_in_its_app(intent: Intent, view: ScreenView, ctx: StepContext,
+                             visits: _Visits | None) -> bool:
+        """The only part of the errand in its app was committed there earlier ("Confirm
+        ride", "Save"), or a person left that app for another after work in it."""
+        if intent.app is None or intent.app.package in intent.plan_apps:
+            return False
+        history = ctx.history
+        visits = visits or _app_visits(history, tuple(ctx.apps))
+        # (a tap the dialog on screen now asks to confirm is not committed yet)
+        settled = history[:-1] if view.overlay_kind == "dialog" else history
+        if any(app == intent.app.package and _committed(entry, intent)
+               for app, entry in zip(visits.where, settled)):
+            return True
+        return intent.app.package in visits.left_by_person and view.package != intent.app.package
 
     def _complete(self, intents: list[Intent], status: list[str], view: ScreenView) -> _Choice:
         visible = all(s == "done" for s in status[-1:])
@@ -1129,7 +1146,7 @@ class HeuristicBackend:
             option, strength = named
             x, y = option.center
             label = option.label or row_label(option, view.nodes)
-            confidence = 5.0 if strength >= 0.99 else 4.0
+            confidence = 5.0 if strength >= 0.99 else 4.0 if strength >= 0.9 else 3.0
             why = f"The goal names '{label}' for {title}; choosing it (options: {', '.join(labels)})."
             if _names_elsewhere(view, ctx, label):
                 # "the Aurora Wireless Headphones in black" on the Pulse Sport Earbuds'
@@ -1486,7 +1503,7 @@ def _success_text(view: ScreenView) -> str:
 
 # Buttons whose tap commits what a form or a screen describes: the request is then sent.
 _COMMIT_VERBS = frozenset(
-    "confirm book schedule place pay submit buy order checkout purchase reserve".split())
+    "confirm book schedule place pay submit buy order checkout purchase reserve save".split())
 
 
 def _committed(entry: HistoryEntry, intent: Intent) -> bool:
@@ -1600,9 +1617,18 @@ def _named_option(group: ChoiceGroup, nodes: list[UINode], goal: str) -> tuple[U
     if len(hits) == 1:
         return hits[0][1], hits[0][0]
     if len(hits) > 1:
+        # "5 stars and a $2 tip" names both "2 stars" and "5 stars" word by word; the
+        # label the goal says as a phrase is the one meant.
+        said = f" {normalise_words(goal)} "
+        phrased = [h for h in hits
+                   if f" {normalise_words(h[1].label or row_label(h[1], nodes))} " in said]
+        if len(phrased) == 1:
+            return phrased[0][1], 1.0
         # "large" and "extra large" both named: the longer label is the precise one.
         hits.sort(key=lambda h: -len((h[1].label or "")))
-        return hits[0][1], 0.9
+        longest = len(hits[0][1].label or "")
+        tied = sum(1 for h in hits if len(h[1].label or "") == longest)
+        return hits[0][1], 0.9 if tied == 1 else 0.6
     return None
 
 

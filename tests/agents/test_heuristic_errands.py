@@ -195,3 +195,46 @@ def test_the_lookalike_of_an_item_already_chosen_is_not_opened_as_the_item() -> 
     assert proposal.action is not None and proposal.confidence is not None
     assert proposal.action.element != "Visa ending 4417" or proposal.confidence < GAMMA, \
         proposal.thought
+
+
+def test_a_saved_form_does_not_finish_an_errand_whose_other_part_is_untouched() -> None:
+    """"star the barcelona booking email …, and set an alarm for 5:45 am": the alarm saved,
+    the agent declared the errand done at confidence 4 with the email never starred."""
+    phone = Phone("fresh3_errands", "fe3_star_bcn_alarm")
+    phone.do(Action(OPENAPP, app="Clock"))
+    for _ in range(8):  # the operator approves the agent's steps in the Clock
+        proposal = phone.propose()
+        assert proposal.action is not None
+        if proposal.action.type in (COMPLETE, OPENAPP):
+            break
+        phone.do(proposal.action, "agent")
+    assert proposal.action.type != COMPLETE, proposal.thought
+    assert (proposal.action.type, proposal.action.app) == (OPENAPP, "Postbox")
+
+
+def test_a_saved_setting_is_a_finished_part_of_the_errand() -> None:
+    """"Turn on my email out of office with: … and put the phone on do not disturb": the
+    reply saved and Settings opened for the second part, the agent went back to Postbox
+    at confidence 4."""
+    phone = Phone("fresh3_errands", "fe3_out_of_office_dnd")
+    phone.do(Action(OPENAPP, app="Postbox"))
+    for label in ("Open navigation drawer", "settings row", "ooo row",
+                  "Out of office auto-reply", "Message"):
+        phone.tap(label)
+    phone.do(Action(TYPE, text="Away until Jan 2, no access to email."))
+    phone.tap("Save")
+    phone.do(Action(OPENAPP, app="Settings"))
+    proposal = phone.propose()
+    assert proposal.action is not None
+    assert proposal.action.app != "Postbox", proposal.thought
+
+
+def test_the_option_the_goal_says_as_a_phrase_is_the_one_meant() -> None:
+    """"Give yesterday's driver 5 stars and a $2 tip": "2 stars" and "5 stars" are both
+    named word by word; the agent picked 2 stars at confidence 4."""
+    phone = Phone("fresh_apps", "rn_rate_yesterday")
+    for label in ("RideNow", "Activity", "past yday"):
+        phone.tap(label)
+    proposal = phone.propose()
+    assert proposal.action is not None
+    assert proposal.action.element == "5 stars" or proposal.confidence < GAMMA, proposal.thought
