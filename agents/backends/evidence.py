@@ -85,7 +85,10 @@ def app_mention(goal: str, app_name: str) -> str | None:
     parts = _NAME_PART_RE.findall(app_name or "")
     if not parts:
         return None
-    pattern = re.compile(r"\b" + r"[\s_-]*".join(re.escape(p) for p in parts) + r"\b", re.I)
+    # "setting" mentions Settings, "map" Maps: the last part with or without its plural s
+    last = parts[-1][:-1] if len(parts[-1]) > 3 and parts[-1].lower().endswith("s") else parts[-1]
+    words = [re.escape(p) for p in parts[:-1]] + [re.escape(last) + "s?"]
+    pattern = re.compile(r"\b" + r"[\s_-]*".join(words) + r"\b", re.I)
     matches = list(pattern.finditer(goal or ""))
     if not matches:
         return None

@@ -699,3 +699,15 @@ def test_ece_by_chance_tells_a_small_suites_noise_from_miscalibration():
     overconfident = [(p, rng.random() < p - 0.25) for p in probabilities]
     assert expected_calibration_error(overconfident) > chance  # a 25-point lie does not
     assert ece_by_chance([]) is None
+
+
+@pytest.mark.parametrize("goal, app, mention", [
+    ("is there a setting for that? switch it on", "Settings", "word"),
+    ("turn on wifi in settings", "Settings", "name"),
+    ("check my messages", "Messages", "word"),
+    ("open maps", "Maps", "name"),
+])
+def test_a_plural_app_name_is_mentioned_by_its_singular_too(goal, app, mention):
+    from agents.backends.evidence import app_mention
+
+    assert app_mention(goal, app) == mention
