@@ -32,7 +32,7 @@ from typing import Any
 from agents.backends.base import (
     Clarification, HistoryEntry, Proposal, StepContext, clamp_confidence,
 )
-from agents.backends.evidence import app_mention, context_evidence
+from agents.backends.evidence import context_evidence
 from agents.planning import split_goal
 from agents.recommend import (
     NodeScore, is_candidate, is_editable, is_tappable, node_label, owner_of, recommend, row_label, score_nodes, tokens,
@@ -156,13 +156,12 @@ def _app_match(words: str, apps: tuple[AppInfo, ...]) -> tuple[AppInfo | None, b
     Returns (app, named, score). Named: the app's name occurs as a whole word.
     """
     lowered = f" {normalise_words(words)} "
-    # Named: the app's name as a name ("in Coffee", "open coffee", "RideNow"), or the
-    # words are the name alone; "we don't need coffee anymore" only says a word.
+    # (Whether the name is said as a name or as an everyday word is evidence for the
+    # calibrator, ``app_mention``; reading "a setting" as no app here was tried and made
+    # the agent worse on apps it had never seen — docs/evaluation.md.)
     named = [
         app for app in apps
         if app.name and f" {normalise_words(app.name)} " in lowered
-        and (app_mention(words, app.name) == "name"
-             or normalise_words(words) == normalise_words(app.name))
     ]
     if named:
         named.sort(key=lambda a: -len(a.name))

@@ -563,17 +563,3 @@ def test_a_switchs_name_stops_at_a_colon() -> None:
     assert (dnd.kind, dnd.target, dnd.desired) == ("toggle", "do not disturb", True)
     assert "9:00" in parse_intent("Turn on the alarm at 9:00 AM").target
 
-
-def test_an_app_name_said_as_an_everyday_word_is_not_the_app_named() -> None:
-    """fresh_apps (development): "I hate small talk with drivers, is there a setting for
-    that? switch it on" opened Settings at confidence 5 — "a setting" named the app."""
-    s = ScreenBuilder("com.android.launcher3")
-    for i, app in enumerate(APPS):
-        s.add("android.widget.TextView", text=app.name, clickable=True,
-              bounds=(40 + 260 * i, 300, 260 + 260 * i, 520))
-    said = parse_intent("is there a setting for that? switch it on", APPS)
-    assert not said.app_named
-    named = parse_intent("switch on wifi in settings", APPS)
-    assert named.app_named and named.app is not None and named.app.name == "Settings"
-    proposal = backend.propose(ctx("is there a setting for that? switch it on", s.observation()))
-    assert proposal.confidence is not None and proposal.confidence < 5
