@@ -110,6 +110,11 @@ class EvidenceCalibrator:
     # evidence's meaning there. None: no cap (too few apps to measure it).
     apps: dict[str, int] = field(default_factory=dict)
     unseen_app_p: float | None = None
+    # What this kind of calibrator's probability was worth on apps left out of its fit
+    # (``fit.unseen_app_measure``): isotonic knots (left-out P, share right). A step on an
+    # unseen app reads its probability through them, then the cap. Empty: no map (a file
+    # written before it existed reads as before).
+    unseen_app_map: list[tuple[float, float]] = field(default_factory=list)
     # Leave-one-out variants fitted without one suite (and the apps only it brings):
     # suite name → calibrator JSON. ``evaluate --calibrated`` judges a suite with its own.
     held_out: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -185,6 +190,8 @@ class EvidenceCalibrator:
         p = _interpolate(self.isotonic, 1.0 / (1.0 + math.exp(-z)))
         if self.unfamiliar(evidence):
             p = min(p, self.unfamiliar_p)
+        if self.unseen_app(app) and self.unseen_app_map:
+            p = _interpolate(self.unseen_app_map, p)
         if self.unseen_app(app) or self.guesses_among_unseen_apps(evidence, installed):
             assert self.unseen_app_p is not None
             p = min(p, self.unseen_app_p)
@@ -205,7 +212,7 @@ class EvidenceCalibrator:
         return f"{self.backend}-{hashlib.sha256(body.encode()).hexdigest()[:12]}"
 
     def _body(self) -> dict[str, Any]:
-        return {
+        body = {
             "backend": self.backend, "numeric": self.numeric, "categories": self.categories,
             "weights": {k: round(v, 6) for k, v in sorted(self.weights.items())},
             "intercept": round(self.intercept, 6),
@@ -213,6 +220,9 @@ class EvidenceCalibrator:
             "samples": self.samples, "min_seen": self.min_seen, "unfamiliar_p": self.unfamiliar_p,
             "apps": dict(sorted(self.apps.items())), "unseen_app_p": self.unseen_app_p,
         }
+        if self.unseen_app_map:  # absent from files written before it: same version
+            body["unseen_app_map"] = [[round(x, 6), round(y, 6)] for x, y in self.unseen_app_map]
+        return body
 
     def to_json(self) -> dict[str, Any]:
         data = {"format": FORMAT, "version": self.version, **self._body(), "meta": self.meta}
@@ -248,14 +258,16 @@ class EvidenceCalibrator:
                 unseen_app_p=(None if data.get("unseen_app_p") is None
                               else float(data["unseen_app_p"])),
                 held_out=dict(data.get("held_out") or {}),
+                unseen_app_map=[(float(x), float(y))
+                                for x, y in (data.get("unseen_app_map") or [])],
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"{where}: malformed calibrator ({exc!r})") from None
         if any(len(v) != 4 for v in calibrator.numeric.values()):
             raise ValueError(f"{where}: numeric features need [mean, scale, min, max]")
-        if calibrator.isotonic != sorted(calibrator.isotonic) or any(
-                not 0 <= y <= 1 for _, y in calibrator.isotonic):
-            raise ValueError(f"{where}: isotonic knots must ascend and lie in [0, 1]")
+        for knots in (calibrator.isotonic, calibrator.unseen_app_map):
+            if knots != sorted(knots) or any(not 0 <= y <= 1 for _, y in knots):
+                raise ValueError(f"{where}: isotonic knots must ascend and lie in [0, 1]")
         stated = data.get("version")
         if stated and stated != calibrator.version:
             raise ValueError(f"{where}: version {stated} does not match its parameters "

@@ -119,33 +119,63 @@ def _app_counts(samples: Iterable[Labelled]) -> dict[str, int]:
 
 def unseen_app_precision(samples: Sequence[Labelled], backend: str, *, act_at: float = 0.95,
                          min_app_steps: int = 20, **fit_options: Any) -> float | None:
-    """What confident evidence is worth on an app the calibrator never saw.
+    """What confident evidence is worth on an app the calibrator never saw: the cap of
+    :func:`unseen_app_measure` alone."""
+    return unseen_app_measure(samples, backend, act_at=act_at, min_app_steps=min_app_steps,
+                              **fit_options)[0]
+
+
+def unseen_app_measure(samples: Sequence[Labelled], backend: str, *, act_at: float = 0.95,
+                       min_app_steps: int = 20, **fit_options: Any
+                       ) -> tuple[float | None, list[tuple[float, float]]]:
+    """(cap, map) for steps on an app the calibrator never saw, measured leaving each app
+    out in turn.
 
     For each app with at least ``min_app_steps`` steps (the launcher and system dialogs
-    aside), a calibrator is fitted without that app's steps and judges them; the steps it
-    would let act alone at γ = 4 (P ≥ ``act_at``) are pooled over the apps, and the lower
-    bound of their share right (Wilson, 95 %) is the cap a step on an unseen app gets: a
-    new app acts alone only once the apps measured show, beyond chance, that confident
-    evidence is right that often there. None with fewer than two such apps (nothing to
-    measure it on)."""
+    aside), a calibrator is fitted without that app's steps and judges them. Pooled over
+    the apps, those judgements say what a probability means on an app the fit never saw:
+
+    * the **cap**: the steps it would let act alone at γ = 4 (P ≥ ``act_at``), and the
+      lower bound of their share right (Wilson, 95 %) — a new app acts alone only once
+      the apps measured show, beyond chance, that confident evidence is right that often
+      there;
+    * the **map**: an isotonic fit of right / wrong on the left-out probability (blocks
+      smoothed by Laplace's rule, as the calibrator's own layer), so a step on a new app
+      reads the probability such steps earned on apps left out — fitted on the apps it
+      knows, a calibrator is too sure at both ends on an app it does not (P 0.14 was right
+      a third of the time there, P 0.95 six times in seven).
+
+    (None, []) with fewer than two such apps (nothing to measure it on)."""
     from agents.calibration.calibrator import SYSTEM_PACKAGES
 
     apps = [app for app, n in _app_counts(samples).items()
             if n >= min_app_steps and app not in SYSTEM_PACKAGES]
     if len(apps) < 2:
-        return None
-    right = total = 0
+        return None, []
+    pairs: list[tuple[float, bool]] = []
     for app in apps:
         fitting = [s for s in samples if s.app != app]
         try:
             without = fit_calibrator(fitting, backend, **fit_options)
         except ValueError:
             continue
-        for sample in samples:
-            if sample.app == app and without.probability(sample.evidence) >= act_at:
-                total += 1
-                right += int(sample.right)
-    return wilson_lower(right, total) if total else 0.5
+        pairs.extend((without.probability(s.evidence), s.right) for s in samples if s.app == app)
+    confident = [right for p, right in pairs if p >= act_at]
+    cap = wilson_lower(sum(confident), len(confident)) if confident else 0.5
+    return cap, _unseen_map(pairs)
+
+
+def _unseen_map(pairs: Sequence[tuple[float, bool]]) -> list[tuple[float, float]]:
+    """Isotonic knots (left-out P → share right), Laplace-smoothed; [] with one class."""
+    import numpy as np
+    from sklearn.isotonic import IsotonicRegression
+
+    if len({right for _, right in pairs}) < 2:
+        return []
+    raw = np.array([p for p, _ in pairs])
+    labels = np.array([1 if right else 0 for _, right in pairs])
+    iso = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(raw, labels)
+    return _smoothed_knots(list(iso.X_thresholds_), list(iso.y_thresholds_), raw, labels)
 
 
 def _cross_fitted(matrix: Any, labels: Any, groups: list[str], regularisation: float) -> Any:

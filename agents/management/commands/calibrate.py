@@ -196,7 +196,7 @@ class Command(BaseCommand):
                                             cross_fit=opts["cross_fit"], meta={
                 "created_at": created, "suites": suites, "from_logs": bool(opts["from_logs"]),
                 "steps": len(samples)})
-            calibrator.unseen_app_p = fit.unseen_app_precision(
+            calibrator.unseen_app_p, calibrator.unseen_app_map = fit.unseen_app_measure(
                 samples, backend, min_samples=opts["min_pairs"], cross_fit=opts["cross_fit"])
         except ValueError as exc:
             raise CommandError(str(exc)) from None
@@ -208,7 +208,7 @@ class Command(BaseCommand):
                                              cross_fit=opts["cross_fit"],
                                              meta={"created_at": created, "held_out": suite,
                                                    "steps": len(fitting)})
-                variant.unseen_app_p = fit.unseen_app_precision(
+                variant.unseen_app_p, variant.unseen_app_map = fit.unseen_app_measure(
                     fitting, backend, min_samples=opts["min_pairs"],
                     cross_fit=opts["cross_fit"])
             except ValueError as exc:
