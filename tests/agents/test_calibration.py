@@ -758,3 +758,54 @@ def test_an_unseen_app_reads_what_left_out_apps_earned_at_each_probability():
     broken.pop("version")
     with pytest.raises(ValueError, match="ascend"):
         EvidenceCalibrator.from_json(broken)
+
+
+def _probe_file(path, rows) -> None:
+    with path.open("w") as out:
+        for app, raw, right in rows:
+            out.write(json.dumps({"source": "probe", "backend": "heuristic", "suite": app,
+                                  "task": "t", "app": app, "right": right,
+                                  "evidence": {"rule": "toggle", "raw": raw,
+                                               "action": "CLICK"}}) + "\n")
+
+
+def test_remap_measures_what_a_calibrator_is_worth_on_apps_it_never_saw(tmp_path):
+    """calibrate --remap keeps a calibrator's fit and sets only its unseen-app map, from
+    steps on apps it never saw (a probe of new apps, or an installation's own handoffs):
+    on those apps its sure steps were right far less often than it says."""
+    rng = random.Random(4)
+    fit_rows = [(app, raw, rng.random() < (0.99 if raw == 5.0 else 0.2))
+                for app in ("com.a", "com.b", "com.c") for raw in [5.0, 2.0] * 100]
+    _probe_file(tmp_path / "fit.jsonl", fit_rows)
+    call_command("calibrate", "--backend", "heuristic", "--from", str(tmp_path / "fit.jsonl"),
+                 "--out", str(tmp_path / "c.json"), stdout=StringIO(), stderr=StringIO())
+    before = EvidenceCalibrator.load(tmp_path / "c.json")
+    strong = {"rule": "toggle", "raw": 5.0, "action": "CLICK"}
+    new_rows = [(app, raw, rng.random() < (0.7 if raw == 5.0 else 0.4))
+                for app in ("com.new1", "com.new2") for raw in [5.0, 2.0] * 60]
+    _probe_file(tmp_path / "new.jsonl", new_rows + [("com.a", 5.0, False)] * 30)
+    out = StringIO()
+    call_command("calibrate", "--backend", "heuristic", "--remap", str(tmp_path / "c.json"),
+                 "--from", str(tmp_path / "new.jsonl"), "--out", str(tmp_path / "m.json"),
+                 stdout=out, stderr=StringIO())
+    after = EvidenceCalibrator.load(tmp_path / "m.json")
+    assert "120" not in out.getvalue() and "240 steps on 2 apps" in out.getvalue()
+    assert after.weights == before.weights and after.isotonic == before.isotonic
+    assert after.version != before.version and after.meta["unseen_map"]["steps"] == 240
+    # known apps read as before (the 30 wrong steps on com.a were not on a new app)
+    assert after.probability(strong, "com.a") == before.probability(strong, "com.a")
+    on_new = after.probability(strong, "com.other")
+    assert on_new < before.probability(strong, "com.other") and 0.6 < on_new < 0.8
+    assert len(after.held_out) == 3  # one per suite, each mapped on the apps it never saw
+    for variant in after.held_out.values():
+        assert EvidenceCalibrator.from_json(variant).unseen_app_map
+
+    with pytest.raises(CommandError, match="too little data on apps"):
+        _probe_file(tmp_path / "few.jsonl", [("com.new1", 5.0, True)] * 5)
+        call_command("calibrate", "--backend", "heuristic", "--remap", str(tmp_path / "c.json"),
+                     "--from", str(tmp_path / "few.jsonl"), stdout=StringIO())
+    with pytest.raises(CommandError, match="not 'openai'"):
+        call_command("calibrate", "--backend", "openai", "--remap", str(tmp_path / "c.json"),
+                     "--from", str(tmp_path / "new.jsonl"), stdout=StringIO())
+    with pytest.raises(CommandError, match="needs labelled steps"):
+        call_command("calibrate", "--remap", str(tmp_path / "c.json"), stdout=StringIO())

@@ -12,6 +12,15 @@ brings (leave-one-app-out, for ``evaluate --calibrated``); writes the artefact (
 ``var/calibrators/<backend>.json``, which the installation then loads) and prints its
 version, ECE in and out of sample and the suggested γ.
 
+Re-measuring only what an existing calibrator is worth on apps it never saw:
+
+    calibrate --backend NAME --remap CALIBRATOR.json --from PROBE.jsonl [--from-logs]
+              [--out FILE]
+
+keeps the calibrator's fit and sets its unseen-app map (and each leave-one-out
+variant's) from the labelled steps on apps that calibrator never saw — probes of new
+apps, or this installation's own handoffs on its own apps — without refitting.
+
 Raw-score calibration (the openai backend's ``KAIROS_LLM_CALIBRATION``):
 
     calibrate [--backend NAME] [--model M] [--estimator E] [--suite NAME ...]
@@ -59,6 +68,9 @@ class Command(BaseCommand):
                             "probe) to fit the evidence calibrator on (repeatable)")
         parser.add_argument("--from-logs", action="store_true",
                             help="fit the evidence calibrator on resolved handoffs too")
+        parser.add_argument("--remap", metavar="CALIBRATOR", help="keep this evidence "
+                            "calibrator's fit; measure only its unseen-app map on the --from / "
+                            "--from-logs steps on apps it never saw")
         parser.add_argument("--cross-fit", action="store_true",
                             help="fit the isotonic layer on scores from models fitted without "
                             "each suite (more conservative; see agents/calibration/fit.py)")
@@ -78,6 +90,10 @@ class Command(BaseCommand):
             raise CommandError("--no-history leaves nothing to fit on without --suite")
         if opts["max_steps"] < 1:
             raise CommandError("--max-steps must be at least 1")
+        if opts["remap"] and not (opts["from_files"] or opts["from_logs"]):
+            raise CommandError("--remap needs labelled steps: --from PROBE.jsonl or --from-logs")
+        if opts["remap"]:
+            return self.remap_unseen(opts)
         if opts["from_files"] or opts["from_logs"]:
             return self.fit_evidence(opts)
 
@@ -172,18 +188,84 @@ class Command(BaseCommand):
 
     # --- the evidence calibrator (issue 12) -------------------------------------------
 
+    def _evidence_samples(self, opts, backend: str) -> list:
+        from agents.calibration import fit
+
+        records = []
+        for path in opts["from_files"]:
+            records.extend(_read_records(path, backend))
+        if opts["from_logs"]:
+            records.extend(data.ticket_evidence_records(backend=backend))
+        return fit.labelled_from_records(records)
+
+    def remap_unseen(self, opts) -> None:
+        from agents.calibration import fit
+        from agents.calibration.calibrator import EvidenceCalibrator
+
+        try:
+            calibrator = EvidenceCalibrator.load(opts["remap"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        backend = (opts["backend"] or calibrator.backend).strip().lower()
+        if backend != calibrator.backend:
+            raise CommandError(f"{opts['remap']} belongs to backend '{calibrator.backend}', "
+                               f"not '{backend}'")
+        if calibrator.unseen_app_p is None:
+            raise CommandError(f"{opts['remap']} has no unseen-app cap (fitted on fewer than "
+                               "two apps): nothing to map; refit it with --from")
+        samples = self._evidence_samples(opts, backend)
+
+        def measure(target: EvidenceCalibrator) -> tuple[list, list]:
+            pairs = [(target.probability(s.evidence), s.right) for s in samples
+                     if target.unseen_app(s.app)]
+            return pairs, fit._unseen_map(pairs) if len(pairs) >= opts["min_pairs"] else []
+
+        pairs, knots = measure(calibrator)
+        apps = sorted({s.app for s in samples if calibrator.unseen_app(s.app)})
+        if not knots:
+            raise CommandError(
+                f"too little data on apps the calibrator never saw: {len(pairs)} labelled "
+                f"steps (at least {opts['min_pairs']} with right and wrong ones); probe suites "
+                "of new apps, or resolve more handoffs on your own apps")
+        before = fit.expected_calibration_error(pairs)
+        calibrator.unseen_app_map = knots
+        calibrator.meta["unseen_map"] = {
+            "steps": len(pairs), "apps": apps,
+            "suites": sorted({s.suite for s in samples if s.suite and s.suite != "logs"}),
+            "from_logs": bool(opts["from_logs"]),
+            "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+        for name, variant_json in list(calibrator.held_out.items()):
+            variant = EvidenceCalibrator.from_json(variant_json, where=f"held_out[{name}]")
+            if variant.unseen_app_p is None:
+                continue
+            variant.unseen_app_map = measure(variant)[1]
+            calibrator.held_out[name] = variant.to_json()
+        after = fit.expected_calibration_error(
+            (calibrator.probability(s.evidence, s.app), s.right) for s in samples
+            if calibrator.unseen_app(s.app))
+        out = Path(opts["out"] or opts["remap"])
+        try:
+            calibrator.save(out)
+        except OSError as exc:
+            raise CommandError(f"cannot write {out}: {exc.strerror}") from None
+        summary = {"out": str(out), "version": calibrator.version, "backend": backend,
+                   "steps": len(pairs), "apps": apps, "ece_before": before, "ece_after": after}
+        if opts["json"]:
+            self.stdout.write(json.dumps(summary))
+            return
+        self.stdout.write(
+            f"calibrator {calibrator.version}: unseen-app map from {len(pairs)} steps on "
+            f"{len(apps)} apps it never saw ({', '.join(apps)}); ECE there {_pct(before)} → "
+            f"{_pct(after)} (in sample: judge it on other apps)")
+        self.stdout.write(f"wrote {out}")
+
     def fit_evidence(self, opts) -> None:
         from agents.calibration import fit
 
         backend = (opts["backend"] or "").strip().lower()
         if not backend:
             raise CommandError("--backend is needed: a calibrator belongs to one backend")
-        records = []
-        for path in opts["from_files"]:
-            records.extend(_read_records(path, backend))
-        if opts["from_logs"]:
-            records.extend(data.ticket_evidence_records(backend=backend))
-        samples = fit.labelled_from_records(records)
+        samples = self._evidence_samples(opts, backend)
         if len(samples) < opts["min_pairs"]:
             raise CommandError(
                 f"too little data: {len(samples)} labelled steps with evidence for backend "
