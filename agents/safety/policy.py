@@ -226,9 +226,17 @@ def _is_dismissal(label: str, dismissals: Iterable[str], dialog: list[UINode] | 
     return False
 
 
+# Words a question adds around the action it names ("Cancel *this* refill?").
+_FILLER = frozenset("this that the a an your my these those it".split())
+
+
 def _repeats_question(label: str, dialog: list[UINode], target: UINode | None) -> bool:
-    return any(node is not target and node.text.strip().endswith("?")
-               and label in _norm(node.text) for node in dialog)
+    """The button's words are the question's: "Cancel ride" under "Cancel ride?", and
+    "Cancel refill" under "Cancel this refill?"."""
+    words = set(label.split()) - _FILLER
+    return bool(words) and any(
+        node is not target and node.text.strip().endswith("?")
+        and words <= set(_norm(node.text).split()) for node in dialog)
 
 
 def _priced_choice(nodes: list[UINode]) -> str | None:
