@@ -35,7 +35,8 @@ from agents.backends.base import (
 from agents.backends.evidence import context_evidence
 from agents.planning import split_goal
 from agents.recommend import (
-    NodeScore, is_candidate, is_editable, is_tappable, node_label, owner_of, recommend, row_label, score_nodes, tokens,
+    NodeScore, is_candidate, is_editable, is_tappable, node_label, normalise_text, owner_of, recommend,
+    row_label, score_nodes, tokens,
 )
 from agents.safety import current_policy
 from devices.actions import (
@@ -990,12 +991,16 @@ class HeuristicBackend:
             if last_type is not None or typed in field_texts:
                 return "typed"
             return "todo"
-        if _setting_shows(intent, view):
+        if _setting_shows(intent, view) or (
+                history and history[-1].action.get("type") == CLICK and _app_ok(intent, view)
+                and _state_shows(intent, view)):
             return "done"
         if history and history[-1].action.get("type") == CLICK and _app_ok(intent, view):
             success = _success_text(view)
-            if success:
-                return "done" if _success_fits(success, intent) else "likely"
+            if success and _success_fits(success, intent):
+                return "done"
+            if success and _requests(intent):
+                return "likely"  # a loose confirmation ("Added to cart" for "buy")
             if _committed(history[-1], intent) and view.overlay_kind != "dialog":
                 return "likely"  # the form was just sent off ("Confirm ride" → a trip screen)
         return "seen" if self._finished_in_its_app(intent, view, ctx, visits) else "todo"
@@ -1465,11 +1470,54 @@ def _unseen_words(intent: Intent, view: ScreenView) -> list[str]:
     return [t for t in _remaining_words(intent) if t not in shown and t not in app_words]
 
 
+_NEGATED_STATE = re.compile(r"^\s*(?:not|un|no)\b|^\s*un", re.I)
+
+
+def _state_shows(intent: Intent, view: ScreenView) -> bool:
+    """The control the last tap flipped now states the sub-goal's verb as done: "star the
+    email" and the button reads "Starred" (it read "Not starred"); "pin it" → "Pinned",
+    "mute" → "Muted", "follow" → "Following". A label that depends on state is the
+    screen's own answer."""
+    words = re.findall(r"[a-z]+", intent.text.lower())
+    verb = next((w for w in words if w not in _POLITE_WORDS), "")
+    forms = _verb_forms(verb)
+    if not forms:
+        return False
+    for node in view.nodes:
+        label = (node.text or node.content_desc or "").strip()
+        first = re.findall(r"[a-z]+", label.lower())[:1]
+        if first and first[0] in forms and not _NEGATED_STATE.match(label):
+            return True
+    return False
+
+
+_POLITE_WORDS = frozenset("please pls can could would you will just also then and now ok okay so".split())
+
+
+def _verb_forms(verb: str) -> set[str]:
+    """How a label states that ``verb`` was done: star → starred, pin → pinned, save →
+    saved, follow → following / follows (empty for words too short to tell)."""
+    if len(verb) < 3:
+        return set()
+    return {verb + "ed", verb + "d", verb + verb[-1] + "ed", verb + "ing", verb + "s"}
+
+
+def _requests(intent: Intent) -> bool:
+    """The sub-goal asks for something a confirmation can answer (order, buy, book …)."""
+    return any(_success_fits(phrase, intent) for phrases in _SUCCESS_FOR.values()
+               for phrase in phrases)
+
+
 def _success_fits(success: str, intent: Intent) -> bool:
-    words = set(tokens(intent.text, keep_stopwords=True))
+    """The confirmation answers the sub-goal's request: "Booked" for "book a stay" — the
+    verb as the request says it, not a noun made of it ("star the barcelona *booking*
+    email": the email's own "Your booking is confirmed" is not the agent's doing)."""
+    text = normalise_text(intent.text)
+    said = set(re.findall(r"[a-z]+", text)) | set(tokens(intent.text, keep_stopwords=True)
+                                                  if "direction" in text else ())
     lowered = success.lower()
     return any(
-        verb in words and any(p in lowered for p in phrases)
+        verb in said and any(p in lowered for p in phrases)
         for verb, phrases in _SUCCESS_FOR.items()
     )
 
@@ -1520,7 +1568,11 @@ def _committed(entry: HistoryEntry, intent: Intent) -> bool:
     if not words:
         return False
     verb = (intent.text.lower().split() or [""])[0]
-    return words[0] in _COMMIT_VERBS or (len(words) > 1 and words[0] == verb)
+    if words[0] in _COMMIT_VERBS or (len(words) > 1 and words[0] == verb):
+        return True
+    # a control that states its state and was flipped to the sub-goal's: "Not starred"
+    # tapped for "star the email" (it reads "Starred" now)
+    return len(words) == 2 and words[0] == "not" and words[1] in _verb_forms(verb)
 
 
 _SUBMIT_WORDS = frozenset({"send", "search", "save", "ok", "post", "submit", "go", "apply", "confirm"})

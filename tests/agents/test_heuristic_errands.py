@@ -238,3 +238,23 @@ def test_the_option_the_goal_says_as_a_phrase_is_the_one_meant() -> None:
     proposal = phone.propose()
     assert proposal.action is not None
     assert proposal.action.element == "5 stars" or proposal.confidence < GAMMA, proposal.thought
+
+
+def test_an_emails_own_confirmed_is_not_the_agents_doing() -> None:
+    """"star the barcelona booking email …, and set an alarm": on the email, which says
+    "Your booking in Barcelona is confirmed", the agent took the star as done ("booking"
+    read as the verb "book") and opened the Clock at confidence 4."""
+    phone = Phone("fresh3_errands", "fe3_star_bcn_alarm")
+    phone.do(Action(OPENAPP, app="Postbox"))
+    phone.do(Action("SCROLL", direction="UP"))
+    phone.tap("sb bcn mail row")
+    proposal = phone.propose()
+    assert proposal.action is not None
+    assert proposal.action.type != OPENAPP, proposal.thought
+    # once starred ("Not starred" now reads "Starred"), that part is done for good
+    phone.tap("Not starred", "operator")
+    following = phone.propose()
+    assert following.action is not None
+    assert (following.action.type, following.action.app) == (OPENAPP, "Clock")
+    phone.do(following.action, "agent")
+    assert phone.propose().action.app != "Postbox"
