@@ -1479,16 +1479,26 @@ def _state_shows(intent: Intent, view: ScreenView) -> bool:
     "mute" → "Muted", "follow" → "Following". A label that depends on state is the
     screen's own answer."""
     words = re.findall(r"[a-z]+", intent.text.lower())
-    verb = next((w for w in words if w not in _POLITE_WORDS), "")
+    start = next((n for n, w in enumerate(words) if w not in _POLITE_WORDS), len(words))
+    verb = words[start] if start < len(words) else ""
     forms = _verb_forms(verb)
     if not forms:
         return False
+    # "sign my Pixel 7 out": the particle is part of the verb — "Signed in" is the
+    # opposite state, not the one asked for
+    particle = next((w for w in words[start + 1:start + 5] if w in _PARTICLES), None)
     for node in view.nodes:
         label = (node.text or node.content_desc or "").strip()
-        first = re.findall(r"[a-z]+", label.lower())[:1]
-        if first and first[0] in forms and not _NEGATED_STATE.match(label):
+        said = re.findall(r"[a-z]+", label.lower())
+        if not said or said[0] not in forms or _NEGATED_STATE.match(label):
+            continue
+        shown = said[1] if len(said) > 1 and said[1] in _PARTICLES else None
+        if shown == particle:
             return True
     return False
+
+
+_PARTICLES = frozenset("in out on off up down".split())
 
 
 _POLITE_WORDS = frozenset("please pls can could would you will just also then and now ok okay so".split())

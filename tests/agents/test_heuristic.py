@@ -563,3 +563,22 @@ def test_a_switchs_name_stops_at_a_colon() -> None:
     assert (dnd.kind, dnd.target, dnd.desired) == ("toggle", "do not disturb", True)
     assert "9:00" in parse_intent("Turn on the alarm at 9:00 AM").target
 
+
+
+def test_a_label_stating_the_opposite_state_does_not_finish_the_step() -> None:
+    """A control that states the sub-goal's verb as done finishes it ("Starred" for
+    "star the email"); "Signed in" does not finish "sign my Pixel out" — the particle is
+    part of the verb (cloud's sign-out failed on it, alone, while the rule was new)."""
+    from agents.backends.heuristic import _state_shows, read_screen
+
+    def shows(goal: str, *labels: str) -> bool:
+        s = ScreenBuilder("com.example.mail")
+        for n, label in enumerate(labels):
+            s.button(label, 300 + 150 * n)
+        return _state_shows(parse_intent(goal), read_screen(ctx(goal, s.observation())))
+
+    assert shows("star the booking email", "Reply", "Starred")
+    assert not shows("star the booking email", "Reply", "Not starred")
+    assert shows("pin the party note", "Pinned")
+    assert not shows("sign my Pixel 7 out of Cloud", "Signed in as Sam")
+    assert shows("sign my Pixel 7 out of Cloud", "Signed out")
