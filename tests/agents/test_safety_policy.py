@@ -197,39 +197,24 @@ def test_committing_a_selected_option_with_a_price_asks_and_choosing_it_does_not
     assert not _asks(phone, "Cancel ride")  # (only opens its dialog) spends nothing
 
 
-def test_a_go_ahead_that_starts_like_a_dismissal_asks(phone):
-    """"Cancel ride" under "Cancel ride?" goes ahead; "Keep ride" and a plain "Cancel" do
-    not (found on fresh_apps: the cancellation with a fee went ahead alone)."""
+@pytest.mark.parametrize("opener, go, rid, said, way_out", [
+    # found on fresh_apps: the cancellation with a fee went ahead alone ("Cancel ride"
+    # starts like a dismissal, but it repeats the question)
+    ("Cancel ride", "Cancel ride", "cancel_go", "Cancel ride?", "Keep ride"),
+    # found on fresh5_apps, held out until then: cancelling a refill and a library hold
+    # went ahead alone — the question holds the button's words apart
+    ("Drop my hold", "Cancel hold", "hold_go", "Cancel this hold?", "Keep hold"),
+    # found on fresh3_apps: "Update your booking?" charging €25 a night went ahead alone —
+    # the price is in the dialog's words, not on its "Confirm"
+    ("Change guests", "Confirm", "update_go", "€25", "Cancel"),
+])
+def test_going_ahead_in_a_dialog_that_asks_for_it_asks(phone, opener, go, rid, said, way_out):
     tap_text(phone, "Plans")
     tap_text(phone, "Rides")
-    tap_text(phone, "Cancel ride")  # opening the dialog
-    decision = _decide(phone, "Cancel ride", rid="cancel_go")
-    assert decision.reason == loop.SENSITIVE_ACTION and "Cancel ride?" in decision.note
-    assert not _asks(phone, "Keep ride")
-
-
-def test_a_go_ahead_whose_words_the_question_holds_apart_asks(phone):
-    """"Cancel hold" under "Cancel this hold?" goes ahead as surely as "Cancel ride" under
-    "Cancel ride?" (found on fresh5_apps, held out until then: cancelling a refill and a
-    library hold went ahead alone — "Cancel" read as a way out)."""
-    tap_text(phone, "Plans")
-    tap_text(phone, "Rides")
-    tap_text(phone, "Drop my hold")
-    decision = _decide(phone, "Cancel hold", rid="hold_go")
-    assert decision.reason == loop.SENSITIVE_ACTION and "Cancel this hold?" in decision.note
-    assert not _asks(phone, "Keep hold")
-
-
-def test_going_ahead_in_a_dialog_that_names_a_charge_asks(phone):
-    """Found on the fresh3_apps suite (Staybook, measured 2026-11-25): "Update your
-    booking?" charging €25 a night went ahead alone with a confident agent — the price is
-    in the dialog's words, not on its "Confirm"."""
-    tap_text(phone, "Plans")
-    tap_text(phone, "Rides")
-    tap_text(phone, "Change guests")
-    decision = _decide(phone, "Confirm", rid="update_go")
-    assert decision.reason == loop.SENSITIVE_ACTION and "€25" in decision.note
-    assert not _asks(phone, "Cancel")
+    tap_text(phone, opener)  # opening the dialog
+    decision = _decide(phone, go, rid=rid)
+    assert decision.reason == loop.SENSITIVE_ACTION and said in decision.note
+    assert not _asks(phone, way_out)
 
 
 def test_opening_to_others_stopping_a_backup_or_someones_access_asks(phone):
