@@ -809,3 +809,41 @@ def test_remap_measures_what_a_calibrator_is_worth_on_apps_it_never_saw(tmp_path
                      "--from", str(tmp_path / "new.jsonl"), stdout=StringIO())
     with pytest.raises(CommandError, match="needs labelled steps"):
         call_command("calibrate", "--remap", str(tmp_path / "c.json"), stdout=StringIO())
+
+
+@pytest.mark.django_db
+def test_remap_from_the_installations_own_handoffs(tmp_path):
+    """An installation's operators resolved handoffs on its own app, which the shipped
+    calibrator never saw: --remap --from-logs measures the map on them, and a confident
+    step there reads what those handoffs earned."""
+    from django.contrib.auth.models import User
+
+    from agents.models import Step, Task, Ticket
+    from devices.models import Device
+
+    rng = random.Random(8)
+    _probe_file(tmp_path / "fit.jsonl",
+                [(app, raw, rng.random() < (0.99 if raw == 5.0 else 0.2))
+                 for app in ("com.a", "com.b", "com.c") for raw in [5.0, 2.0] * 100])
+    call_command("calibrate", "--backend", "heuristic", "--from", str(tmp_path / "fit.jsonl"),
+                 "--out", str(tmp_path / "c.json"), stdout=StringIO(), stderr=StringIO())
+    owner, operator = User.objects.create_user("owner"), User.objects.create_user("op")
+    task = Task.objects.create(owner=owner, device=Device.objects.create(name="phone"),
+                               instruction="x", threshold=4, backend="heuristic")
+    for index in range(80):
+        raw = 5.0 if index % 2 else 2.0
+        step = Step.objects.create(task=task, index=index, proposed_action={"type": "CLICK"},
+                                   confidence=3.5, app="com.ours", extra={"evidence": {
+                                       "rule": "toggle", "raw": raw, "action": "CLICK"}})
+        right = rng.random() < (0.6 if raw == 5.0 else 0.3)
+        Ticket.objects.create(kind="intervention", reason="low_confidence", status="resolved",
+                              task=task, step=step, decision="approve" if right else "edit",
+                              resolved_by=operator)
+    out = StringIO()
+    call_command("calibrate", "--backend", "heuristic", "--remap", str(tmp_path / "c.json"),
+                 "--from-logs", "--out", str(tmp_path / "m.json"), stdout=out, stderr=StringIO())
+    assert "80 steps on 1 app it never saw (com.ours)" in out.getvalue()
+    mapped = EvidenceCalibrator.load(tmp_path / "m.json")
+    strong = {"rule": "toggle", "raw": 5.0, "action": "CLICK"}
+    assert mapped.meta["unseen_map"]["from_logs"] is True
+    assert mapped.probability(strong, "com.ours") < 0.85  # not the 0.99 the fit says

@@ -255,7 +255,8 @@ class Command(BaseCommand):
             return
         self.stdout.write(
             f"calibrator {calibrator.version}: unseen-app map from {len(pairs)} steps on "
-            f"{len(apps)} apps it never saw ({', '.join(apps)}); ECE there {_pct(before)} → "
+            f"{len(apps)} app{'' if len(apps) == 1 else 's'} it never saw "
+            f"({', '.join(apps)}); ECE there {_pct(before)} → "
             f"{_pct(after)} (in sample: judge it on other apps)")
         self.stdout.write(f"wrote {out}")
 
