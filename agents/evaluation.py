@@ -582,6 +582,14 @@ def _suite_table(result: dict[str, Any]) -> str:
     if marked:
         table += "\nsensitive steps asked: " + ", ".join(
             f"{asked}/{steps} at γ={_number(t)}" for t, asked, steps in marked)
+    calibrated = [row for row in result["results"] if row.get("ece") is not None]
+    if calibrated:
+        table += "\ncalibration (ECE; in brackets what a perfect confidence could show by " \
+                 "chance on these steps): " + ", ".join(
+                     f"{row['ece']:.3f}"
+                     + (f" (≤ {row['ece_by_chance']:.3f})" if row.get("ece_by_chance") is not None
+                        else "")
+                     + f" at γ={_number(row['threshold'])}" for row in calibrated)
     dead = [(row["threshold"], row["dead_ends"]) for row in result["results"]
             if row.get("dead_ends")]
     if dead:

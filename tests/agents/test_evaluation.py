@@ -247,6 +247,16 @@ def test_format_table_has_one_row_per_threshold() -> None:
     assert "50.0%" in lines[3] and "100.0%" in lines[4]
 
 
+def test_the_table_says_how_calibrated_the_confidence_was_and_what_chance_allows() -> None:
+    """A calibrated run ends with its ECE per γ beside what a perfect confidence could
+    show by chance on so few steps — without opening the JSON."""
+    result = run_stub_suite()
+    result["results"][1].update(ece=0.123, ece_by_chance=0.087)
+    table = format_table(result)
+    assert "0.123 (≤ 0.087) at γ=4" in table.splitlines()[-1]
+    assert "calibration" not in format_table(run_stub_suite())  # none without a calibrator
+
+
 # --- the γ plot ------------------------------------------------------------------------
 
 SVG = "{http://www.w3.org/2000/svg}"
