@@ -312,8 +312,7 @@ def evaluate_suite(
         results.append({
             "threshold": _number(threshold),
             **summarize(group),
-            "ece": calibration_error(group),
-            "ece_by_chance": calibration_error_by_chance(group),
+            **calibration_summary(group),
             "dead_ends": sum(1 for record in group if record.dead_end),
             # Suites that mark sensitive elements (``sensitive`` in a task): proposals that
             # tapped one, and how many of those the gate asked about (the policy's goal:
@@ -322,8 +321,6 @@ def evaluate_suite(
             "sensitive_asked": sum(record.sensitive_asked for record in group),
             "per_task": [record.per_task_json() for record in group],
         })
-        if results[-1]["ece"] is not None:
-            results[-1]["reliability"] = reliability(group)
     # Tasks without a success predicate (free-form demo instructions) cannot be scored:
     # they are left out and named, so a suite that carries demos still evaluates.
     return {"suite": suite_name, "backend": backend_name, "results": results,
@@ -335,27 +332,21 @@ def _calibrated_steps(records: Sequence[TaskRecord]) -> list[tuple[float, bool]]
             if label.p_right is not None and label.needed is not None]
 
 
-def calibration_error(records: Sequence[TaskRecord]) -> float | None:
-    """Expected calibration error of the calibrated P(right) over the judged steps
-    (None when no step was scored by a calibrator)."""
-    from agents.calibration.fit import expected_calibration_error
+def calibration_summary(records: Sequence[TaskRecord]) -> dict[str, Any]:
+    """``ece`` (expected calibration error of the calibrated P(right) over the judged
+    steps), ``ece_by_chance`` (what a perfectly calibrated confidence could show by chance
+    on these steps, 95th percentile: the yardstick for ``ece`` on a small suite) and, when
+    a calibrator scored any step, ``reliability`` (per P(right) bin: steps, mean
+    calibrated P(right), observed share right). ``ece`` and ``ece_by_chance`` are None
+    when no step was scored by a calibrator."""
+    from agents.calibration.fit import ece_by_chance, expected_calibration_error, reliability_bins
 
-    return expected_calibration_error(_calibrated_steps(records))
-
-
-def calibration_error_by_chance(records: Sequence[TaskRecord]) -> float | None:
-    """The ECE a perfectly calibrated confidence could show by chance on these steps
-    (95th percentile, ``fit.ece_by_chance``): the yardstick for ``ece`` on a small suite."""
-    from agents.calibration.fit import ece_by_chance
-
-    return ece_by_chance([p for p, _ in _calibrated_steps(records)])
-
-
-def reliability(records: Sequence[TaskRecord]) -> list[dict[str, float]]:
-    """Per P(right) bin: steps, mean calibrated P(right), observed share right."""
-    from agents.calibration.fit import reliability_bins
-
-    return reliability_bins(_calibrated_steps(records))
+    pairs = _calibrated_steps(records)
+    summary: dict[str, Any] = {"ece": expected_calibration_error(pairs),
+                               "ece_by_chance": ece_by_chance([p for p, _ in pairs])}
+    if summary["ece"] is not None:
+        summary["reliability"] = reliability_bins(pairs)
+    return summary
 
 
 def task_record_from_episode(result: Any) -> TaskRecord:

@@ -241,10 +241,15 @@ _REQUEST_VERBS = ACTION_VERBS | frozenset(
     like unlike dim brighten""".split())
 
 
+def without_politeness(text: str) -> str:
+    """``text`` less the openings that soften a request ("ok so please", "can you")."""
+    return _POLITE_RE.sub("", text)
+
+
 def _is_request(sentence: str) -> bool:
     """A sentence that asks for something: an action verb opens it (after "please",
     "can you" …), or it states a wish ("I don't need wifi right now", "no sugar")."""
-    plain = _POLITE_RE.sub("", sentence)
+    plain = without_politeness(sentence)
     return _first_word(plain) in _REQUEST_VERBS or bool(_WISH_RE.search(sentence))
 
 

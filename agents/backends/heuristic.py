@@ -33,7 +33,7 @@ from agents.backends.base import (
     Clarification, HistoryEntry, Proposal, StepContext, clamp_confidence,
 )
 from agents.backends.evidence import context_evidence
-from agents.planning import split_goal
+from agents.planning import split_goal, without_politeness
 from agents.recommend import (
     NodeScore, is_candidate, is_editable, is_tappable, node_label, normalise_text, owner_of, recommend,
     row_label, score_nodes, tokens,
@@ -590,6 +590,7 @@ class HeuristicBackend:
             question.plan = plan
             return question
 
+        visits = _app_visits(ctx.history, tuple(ctx.apps))  # read once per step
         if view.package and not view.launcher:
             signing_in = self._sign_in(view, ctx)
             if signing_in is not None:
@@ -598,15 +599,13 @@ class HeuristicBackend:
             if shopping is not None:
                 return done(shopping, "go on with the purchase")
             form = None if any(i.kind == "toggle" for i in intents) else self._fill_form(view, ctx)
-            if form is not None and form.action.type == COMPLETE and _unvisited(
-                    intents, _app_visits(ctx.history, tuple(ctx.apps))):
+            if form is not None and form.action.type == COMPLETE and _unvisited(intents, visits):
                 # "star the email …, and set an alarm for 5:45": the alarm's form is saved,
                 # but a part of the errand in an app never acted in is still to do.
                 form = None
             if form is not None:
                 return done(form, "fill in the form the goal describes")
 
-        visits = _app_visits(ctx.history, tuple(ctx.apps))
         status = [self._status(intent, view, ctx, visits) for intent in intents]
         current_index = _current_sub_goal(intents, status, _unvisited(intents, visits))
         current_index = _finish_here_first(intents, status, current_index, view, visits)
@@ -991,11 +990,11 @@ class HeuristicBackend:
             if last_type is not None or typed in field_texts:
                 return "typed"
             return "todo"
-        if _setting_shows(intent, view) or (
-                history and history[-1].action.get("type") == CLICK and _app_ok(intent, view)
-                and _state_shows(intent, view)):
+        if _setting_shows(intent, view):
             return "done"
         if history and history[-1].action.get("type") == CLICK and _app_ok(intent, view):
+            if _state_shows(intent, view):
+                return "done"
             success = _success_text(view)
             if success and _success_fits(success, intent):
                 return "done"
@@ -1478,15 +1477,13 @@ def _state_shows(intent: Intent, view: ScreenView) -> bool:
     email" and the button reads "Starred" (it read "Not starred"); "pin it" → "Pinned",
     "mute" → "Muted", "follow" → "Following". A label that depends on state is the
     screen's own answer."""
-    words = re.findall(r"[a-z]+", intent.text.lower())
-    start = next((n for n, w in enumerate(words) if w not in _POLITE_WORDS), len(words))
-    verb = words[start] if start < len(words) else ""
-    forms = _verb_forms(verb)
+    words = re.findall(r"[a-z]+", without_politeness(intent.text).lower())
+    forms = _verb_forms(words[0] if words else "")
     if not forms:
         return False
     # "sign my Pixel 7 out": the particle is part of the verb — "Signed in" is the
     # opposite state, not the one asked for
-    particle = next((w for w in words[start + 1:start + 5] if w in _PARTICLES), None)
+    particle = next((w for w in words[1:5] if w in _PARTICLES), None)
     for node in view.nodes:
         label = (node.text or node.content_desc or "").strip()
         said = re.findall(r"[a-z]+", label.lower())
@@ -1501,9 +1498,6 @@ def _state_shows(intent: Intent, view: ScreenView) -> bool:
 _PARTICLES = frozenset("in out on off up down".split())
 
 
-_POLITE_WORDS = frozenset("please pls can could would you will just also then and now ok okay so".split())
-
-
 def _verb_forms(verb: str) -> set[str]:
     """How a label states that ``verb`` was done: star → starred, pin → pinned, save →
     saved, follow → following / follows (empty for words too short to tell)."""
@@ -1512,24 +1506,25 @@ def _verb_forms(verb: str) -> set[str]:
     return {verb + "ed", verb + "d", verb + verb[-1] + "ed", verb + "ing", verb + "s"}
 
 
-def _requests(intent: Intent) -> bool:
-    """The sub-goal asks for something a confirmation can answer (order, buy, book …)."""
-    return any(_success_fits(phrase, intent) for phrases in _SUCCESS_FOR.values()
-               for phrase in phrases)
-
-
-def _success_fits(success: str, intent: Intent) -> bool:
-    """The confirmation answers the sub-goal's request: "Booked" for "book a stay" — the
-    verb as the request says it, not a noun made of it ("star the barcelona *booking*
-    email": the email's own "Your booking is confirmed" is not the agent's doing)."""
+def _request_verbs(intent: Intent) -> set[str]:
+    """The verbs of ``_SUCCESS_FOR`` the sub-goal says as a request says them: "book a
+    stay", not a noun made of one ("star the barcelona *booking* email")."""
     text = normalise_text(intent.text)
     said = set(re.findall(r"[a-z]+", text)) | set(tokens(intent.text, keep_stopwords=True)
                                                   if "direction" in text else ())
+    return said & _SUCCESS_FOR.keys()
+
+
+def _requests(intent: Intent) -> bool:
+    """The sub-goal asks for something a confirmation can answer (order, buy, book …)."""
+    return bool(_request_verbs(intent))
+
+
+def _success_fits(success: str, intent: Intent) -> bool:
+    """The confirmation answers the sub-goal's request: "Booked" for "book a stay" (the
+    email's own "Your booking is confirmed" is not the agent's doing)."""
     lowered = success.lower()
-    return any(
-        verb in said and any(p in lowered for p in phrases)
-        for verb, phrases in _SUCCESS_FOR.items()
-    )
+    return any(any(p in lowered for p in _SUCCESS_FOR[verb]) for verb in _request_verbs(intent))
 
 
 def _scrolled_in_vain(ctx: StepContext) -> bool:

@@ -162,10 +162,10 @@ def unseen_app_measure(samples: Sequence[Labelled], backend: str, *, act_at: flo
         pairs.extend((without.probability(s.evidence), s.right) for s in samples if s.app == app)
     confident = [right for p, right in pairs if p >= act_at]
     cap = wilson_lower(sum(confident), len(confident)) if confident else 0.5
-    return cap, _unseen_map(pairs)
+    return cap, unseen_map(pairs)
 
 
-def _unseen_map(pairs: Sequence[tuple[float, bool]]) -> list[tuple[float, float]]:
+def unseen_map(pairs: Sequence[tuple[float, bool]]) -> list[tuple[float, float]]:
     """Isotonic knots (left-out P → share right), Laplace-smoothed; [] with one class."""
     import numpy as np
     from sklearn.isotonic import IsotonicRegression

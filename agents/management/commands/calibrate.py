@@ -218,7 +218,7 @@ class Command(BaseCommand):
         def measure(target: EvidenceCalibrator) -> tuple[list, list]:
             pairs = [(target.probability(s.evidence), s.right) for s in samples
                      if target.unseen_app(s.app)]
-            return pairs, fit._unseen_map(pairs) if len(pairs) >= opts["min_pairs"] else []
+            return pairs, fit.unseen_map(pairs) if len(pairs) >= opts["min_pairs"] else []
 
         pairs, knots = measure(calibrator)
         apps = sorted({s.app for s in samples if calibrator.unseen_app(s.app)})
