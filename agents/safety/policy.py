@@ -216,14 +216,35 @@ def _is_dismissal(label: str, dismissals: Iterable[str], dialog: list[UINode] | 
                   target: UINode | None = None) -> bool:
     """"Cancel", "Keep account", "No thanks" — but not "Yes, close it", nor "Cancel ride"
     in a dialog that asks "Cancel ride?": a button that repeats the dialog's question is
-    the go-ahead, whatever its first word."""
+    the go-ahead, whatever its first word. So is "Cancel booking" under "Cancel Reformer
+    Pilates?" (the question's own verb) or beside a plain "Keep it" (the way out is the
+    other button)."""
     for phrase in dismissals:
         norm = _norm(phrase)
         if label == norm:
             return True
         if label.startswith(norm):
-            return not (dialog and _repeats_question(label, dialog, target))
+            return not (dialog and (_repeats_question(label, dialog, target)
+                                    or _asks_its_verb(label, dialog, target)
+                                    or _other_way_out(dialog, target, dismissals)))
     return False
+
+
+def _asks_its_verb(label: str, dialog: list[UINode], target: UINode | None) -> bool:
+    """The dialog's question starts with the button's first word: "Cancel booking" under
+    "Cancel Reformer Pilates?" does what the question asks."""
+    first = label.split()[0] if label.split() else ""
+    return bool(first) and any(
+        node is not target and node.text.strip().endswith("?")
+        and _norm(node.text).split()[:1] == [first] for node in dialog)
+
+
+def _other_way_out(dialog: list[UINode], target: UINode | None,
+                   dismissals: Iterable[str]) -> bool:
+    """Another button of the dialog is a plain dismissal ("Keep it", "Not now")."""
+    plain = {_norm(phrase) for phrase in dismissals}
+    return any(node is not target and node.clickable and _norm(f"{node.text} {node.content_desc}")
+               in plain for node in dialog)
 
 
 # Words a question adds around the action it names ("Cancel *this* refill?").

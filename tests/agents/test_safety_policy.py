@@ -56,6 +56,7 @@ screens:
       - {kind: button, id: ride_cancel, text: Cancel ride, on_tap: {open: cancel_ride}}
       - {kind: button, id: guests_button, text: Change guests, on_tap: {open: update_guests}}
       - {kind: button, id: hold_button, text: Drop my hold, on_tap: {open: cancel_hold}}
+      - {kind: button, id: class_button, text: Drop class, on_tap: {open: cancel_class}}
   plans:
     title: Plans
     elements:
@@ -93,6 +94,12 @@ dialogs:
     buttons:
       - {text: Keep hold, id: hold_keep}
       - {text: Cancel hold, id: hold_go, on_tap: {set: {booked: false}}}
+  cancel_class:
+    title: Cancel Yoga Flow?
+    text: "Saturday 10:00 AM. It is more than 12 hours away, so there is no fee."
+    buttons:
+      - {text: Keep it, id: class_keep}
+      - {text: Cancel booking, id: class_go, on_tap: {set: {booked: false}}}
   update_guests:
     title: Update your booking?
     text: "3 guests instead of 2. The host charges €25 a night for each extra guest; the difference is charged to your card."
@@ -204,6 +211,10 @@ def test_committing_a_selected_option_with_a_price_asks_and_choosing_it_does_not
     # found on fresh5_apps, held out until then: cancelling a refill and a library hold
     # went ahead alone — the question holds the button's words apart
     ("Drop my hold", "Cancel hold", "hold_go", "Cancel this hold?", "Keep hold"),
+    # found on fresh6_apps, held out until then: "Cancel booking" under "Cancel Reformer
+    # Pilates?" went ahead alone — it names the thing by another word, but it does what
+    # the question asks, and "Keep it" beside it is the way out
+    ("Drop class", "Cancel booking", "class_go", "Cancel Yoga Flow?", "Keep it"),
     # found on fresh3_apps: "Update your booking?" charging €25 a night went ahead alone —
     # the price is in the dialog's words, not on its "Confirm"
     ("Change guests", "Confirm", "update_go", "€25", "Cancel"),
@@ -294,7 +305,8 @@ def test_the_heuristic_goes_ahead_in_the_confirmation_its_own_tap_opened(phone):
                                           ("fresh2_apps", 5), ("fresh2_errands", 3),
                                           ("fresh3_apps", 9), ("fresh3_errands", 5),
                                           ("fresh4_apps", 8), ("fresh4_errands", 7),
-                                          ("fresh5_apps", 8), ("fresh5_errands", 6)])
+                                          ("fresh5_apps", 8), ("fresh5_errands", 6),
+                                          ("fresh6_apps", 7), ("fresh6_errands", 6)])
 def test_every_marked_sensitive_step_asks_at_every_gamma(suite, marked):
     # The oracle backend proposes the right action with confidence 5: only the policy
     # can make it ask.
