@@ -40,7 +40,7 @@ CONFIRMATION = "confirmation"  # the class reported for a bare "are you sure?"
 
 _CLASS_KEYS = {"actions", "verbs", "objects", "protected_states", "protections",
                "protective_verbs", "amount_fields", "exposures"}
-_TOP_KEYS = {"classes", "confirmations", "dismissals"}
+_TOP_KEYS = {"classes", "confirmations", "dismissals", "go_aheads"}
 
 
 class PolicyError(ValueError):
@@ -109,6 +109,7 @@ class SensitivePolicy:
     confirmations: tuple[str, ...] = ()
     dismissals: tuple[str, ...] = ()
     source: str = "default"
+    go_aheads: tuple[str, ...] = ()
 
     def assess(self, target: UINode | None, nodes: list[UINode]) -> Harm | None:
         """The harm a tap on ``target`` commits on this screen, or None."""
@@ -185,6 +186,12 @@ class SensitivePolicy:
             echoed = _echoes_question(label, dialog, target)
             if echoed:
                 return Harm(CONFIRMATION, echoed, "dialog")
+            if label in {_norm(phrase) for phrase in self.go_aheads}:
+                # "Turn off lost mode?" → "Confirm": no word of harm, but the app itself
+                # stopped to ask; a neutral go-ahead answers its question for the user.
+                asked = _question_of(dialog, target)
+                if asked:
+                    return Harm(CONFIRMATION, asked, "dialog")
         return None
 
 
@@ -210,6 +217,15 @@ def _echoes_question(label: str, dialog: list[UINode], target: UINode) -> str | 
         if words & set(_norm(node.text).split()):
             return node.text.strip()
     return None
+
+
+def _question_of(dialog: list[UINode], target: UINode) -> str | None:
+    """The question an app's own dialog asks ("Turn off lost mode?"), or None (none, or
+    the system's permission prompt, a privacy choice the backends already send on)."""
+    if "permissioncontroller" in dialog[0].package:
+        return None
+    return next((node.text.strip() for node in dialog
+                 if node is not target and node.text.strip().endswith("?")), None)
 
 
 def _is_dismissal(label: str, dismissals: Iterable[str], dialog: list[UINode] | None = None,
@@ -358,7 +374,7 @@ def _parse(data: Any, where: str) -> dict[str, Any]:
                 key: _phrases(spec.get(key), f"{where}: classes.{name}.{key}")
                 for key in _CLASS_KEYS})
         out["classes"] = parsed
-    for key in ("confirmations", "dismissals"):
+    for key in ("confirmations", "dismissals", "go_aheads"):
         if key in data:
             out[key] = _phrases(data[key], f"{where}: {key}")
     return out
@@ -383,15 +399,17 @@ def load_policy(path: str | Path | None = None) -> SensitivePolicy:
     base = _read(DEFAULT_POLICY_FILE)
     classes: dict[str, HarmClass | None] = dict(base["classes"])
     confirmations, dismissals = base["confirmations"], base["dismissals"]
+    go_aheads = base.get("go_aheads", ())
     source = "default"
     if path:
         extra = _read(Path(path))
         classes.update(extra.get("classes", {}))
         confirmations = extra.get("confirmations", confirmations)
         dismissals = extra.get("dismissals", dismissals)
+        go_aheads = extra.get("go_aheads", go_aheads)
         source = str(path)
     return SensitivePolicy(tuple(c for c in classes.values() if c is not None),
-                           tuple(confirmations), tuple(dismissals), source)
+                           tuple(confirmations), tuple(dismissals), source, tuple(go_aheads))
 
 
 _CURRENT: SensitivePolicy | None = None
