@@ -135,6 +135,74 @@ _THEN_RE = re.compile(r"\s*(?:,|;|\.)?\s*\b(?:and\s+then|then|after\s+that|after
 _TOGGLE_HEAD_RE = re.compile(r"^\s*((?:turn|switch|toggle)\s+(?:on|off)|enable|disable|activate|deactivate)\b", re.I)
 
 
+# "after you turn …", "once you've set …", "before texting …", "after having booked …":
+# a clause that says which step comes first. Group 1: the connector; group 2: "you" …
+# (then a plain or past verb may follow) or nothing (then only a gerund); group 3: the verb.
+_TEMPORAL_RE = re.compile(
+    r"\b(after|once|before)\s+(you(?:['\u2019]ve|\s+have)?\s+|having\s+)?([A-Za-z]+)", re.I)
+
+
+def _verb_base(word: str) -> str | None:
+    """The action verb of "turning", "saving", "setting", "paused" (None: not one)."""
+    word = word.lower()
+    if word in ACTION_VERBS:
+        return word
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix):
+            stem = word[:-len(suffix)]
+            doubled = stem[:-1] if len(stem) > 2 and stem[-1] == stem[-2] else ""
+            for candidate in (stem, stem + "e", doubled):
+                if candidate in ACTION_VERBS:
+                    return candidate
+    return None
+
+
+def _temporal_verb(match: re.Match[str]) -> str | None:
+    """The base verb of a temporal clause, or None where "after" orders no step ("after
+    lunch", "after you land"): without "you" / "having" only a gerund counts."""
+    verb = match.group(3)
+    if not match.group(2) and not verb.lower().endswith("ing"):
+        return None
+    return _verb_base(verb)
+
+
+def _as_request(match: re.Match[str], text: str) -> str:
+    """"after saving the draft" → "save the draft"."""
+    return f"{_temporal_verb(match)}{text[match.end():]}".strip(" ,")
+
+
+def _in_time_order(parts: list[str]) -> list[str]:
+    """Sub-goals put in the order "after" / "once" / "before" say: "call Mia after booking
+    the table" → ["book the table", "call Mia"]; "before you text Sam, turn the hotspot
+    off" → ["turn the hotspot off", "text Sam"]."""
+    out: list[str] = []
+    waiting: str | None = None  # a leading "before Y": Y comes after the next step
+    for n, part in enumerate(parts):
+        match = _TEMPORAL_RE.search(part)
+        if match is None or _temporal_verb(match) is None:
+            steps = [part]
+        elif not part[:match.start()].strip(" ,"):  # the clause opens the part
+            clause = _as_request(match, part)
+            first = match.group(1).lower() != "before"
+            if not first and n + 1 < len(parts):
+                waiting = clause
+                continue
+            if first and out and n == len(parts) - 1:
+                out.insert(len(out) - 1, clause)  # "X, after Y": Y before X
+                continue
+            steps = [clause]
+        else:
+            main, clause = part[:match.start()].strip(" ,"), _as_request(match, part)
+            steps = [main, clause] if match.group(1).lower() == "before" else [clause, main]
+        out.extend(steps)
+        if waiting is not None:
+            out.append(waiting)
+            waiting = None
+    if waiting is not None:
+        out.append(waiting)
+    return out
+
+
 def _first_word(text: str) -> str:
     match = re.match(r"\s*([A-Za-z]+)", text)
     return match.group(1).lower() if match else ""
@@ -165,6 +233,10 @@ def split_goal(instruction: str) -> list[str]:
     # between digits is a time ("9:00").
     def hide_message(match: re.Match[str]) -> str:
         message, rest = match.group(1), ""
+        # "…: report attached, after saving the draft": a step, not the message's words.
+        clause = _TEMPORAL_RE.search(message)
+        if clause and message[:clause.start()].rstrip().endswith(",") and _temporal_verb(clause):
+            message, rest = message[:clause.start()].rstrip(" ,"), " ; " + message[clause.start():]
         for end in re.finditer(r"(?<!\d)[.!?]+\s+(?=(?:and|then|also|after\s+that|afterwards)\b)",
                                message, flags=re.I):
             if _is_request(re.split(r"[.!?]", message[end.end():], maxsplit=1)[0]):
@@ -202,6 +274,7 @@ def split_goal(instruction: str) -> list[str]:
     for chunk in ";".join(chunks).split(";"):
         for piece in _THEN_RE.split(chunk):
             parts.extend(_split_on_verbs(piece))
+    parts = _in_time_order(parts)
     if any(_is_request(part) for part in parts):
         # "maps can't find where I am, turn my location back on": the complaint says why,
         # the request says what; only the request is a sub-goal.

@@ -141,3 +141,23 @@ def test_a_message_after_a_colon_ends_where_and_brings_another_request() -> None
 ])
 def test_a_complaint_beside_a_request_is_not_a_sub_goal(goal: str, parts: list[str]) -> None:
     assert split_goal(goal) == parts
+
+
+@pytest.mark.parametrize("goal, parts", [
+    # "X after you Y" / "X after Y-ing": Y happens first (its verb as a request).
+    ("mute the phone after you switch the hotspot off", ["switch the hotspot off", "mute the phone"]),
+    ("call Mia after booking the table", ["book the table", "call Mia"]),
+    ("Email Ana: report attached, after saving the draft", ["save the draft", "Email Ana: report attached"]),
+    ("start the timer once you've set the oven alarm", ["set the oven alarm", "start the timer"]),
+    # "after you Y, X" and "once you have Y, X": already in order, the connector goes.
+    ("once you have paused the music, turn the lights off", ["pause the music", "turn the lights off"]),
+    # "before you Y, X" / "X before Y-ing": X happens first.
+    ("before you text Sam, turn the hotspot off", ["turn the hotspot off", "text Sam"]),
+    ("archive the thread before deleting the draft", ["archive the thread", "delete the draft"]),
+    # not an order of steps: "after" without an action after it
+    ("remind me to call Mia after lunch", ["remind me to call Mia after lunch"]),
+    ("text Leo: see you after you land", ["text Leo: see you after you land"]),
+    ("book a table for after the movie", ["book a table for after the movie"]),
+])
+def test_after_and_before_order_the_sub_goals(goal: str, parts: list[str]) -> None:
+    assert split_goal(goal) == parts
