@@ -80,7 +80,7 @@ class Harm:
 
     kind: str  # a class name, or "confirmation"
     evidence: str  # the phrase found
-    where: str  # "label" | "label+screen" | "state" | "switch" | "dialog"
+    where: str  # "label" | "label+screen" | "state" | "switch" | "dialog" | "question" …
 
     def describe(self, label: str) -> str:
         if self.where == "state":
@@ -97,6 +97,8 @@ class Harm:
             return f"'{label}' names a price ({self.evidence})"
         if self.where == "form":
             return f"'{label}' submits a form with an {self.evidence} ({self.kind})"
+        if self.where == "question":
+            return f"'{label}' answers yes to the app's own question '{self.evidence}'"
         if self.where == "dialog":
             what = "the app asks to confirm" if self.kind == CONFIRMATION else f"a {self.kind} change"
             return f"'{label}' goes ahead in a dialog that says '{self.evidence}' ({what})"
@@ -167,6 +169,14 @@ class SensitivePolicy:
             priced = _priced_choice(nodes)
             if priced:
                 return Harm("money", priced, "choice")
+        if dialog is None and target.clickable and not target.checkable and (
+                label.split()[:1] == ["yes"] or label in {_norm(p) for p in self.go_aheads}):
+            # A page that is itself the app's question ("Is this you signing in?" → "Yes,
+            # it's me"): the answer is the user's, as in a dialog.
+            asked = next((n.text.strip() for n in nodes if n is not target
+                          and n.text.strip().endswith("?") and not n.clickable), None)
+            if asked:
+                return Harm(CONFIRMATION, asked, "question")
         if dialog is not None and not _is_dismissal(label, self.dismissals, dialog, target):
             for harm in self.classes:
                 found = _find(harm.actions, context)
