@@ -125,7 +125,10 @@ ACTION_VERBS: frozenset[str] = frozenset(
     stop check uncheck mark close exit return install uninstall update install clear
     reply forward scroll swipe show view display increase decrease lower raise mute
     unmute record take put move copy paste rename sort filter log sign pin unpin star
-    archive block unblock cancel pay rate follow unfollow download remind""".split()
+    archive block unblock cancel pay rate follow unfollow download remind
+    lock unlock approve decline accept reject reveal extend renew refill reorder freeze
+    unfreeze subscribe unsubscribe join invite schedule reschedule edit upload attach
+    dismiss snooze reserve rent email""".split()
 )
 
 # Single quotes only around words: the apostrophes of "it's" and "o'clock" quote nothing.
@@ -273,6 +276,11 @@ def split_goal(instruction: str) -> list[str]:
     parts: list[str] = []
     for chunk in ";".join(chunks).split(";"):
         for piece in _THEN_RE.split(chunk):
+            head = _TOGGLE_HEAD_RE.match(parts[-1]) if parts else None
+            if (head and piece.strip() and len(piece.split()) <= 3 and "\x00" not in piece
+                    and not _is_request(piece)):
+                # "turn off wifi and then bluetooth": the verb is shared over "then" too.
+                piece = f"{head.group(1)} {piece.strip()}"
             parts.extend(_split_on_verbs(piece))
     parts = _in_time_order(parts)
     if any(_is_request(part) for part in parts):

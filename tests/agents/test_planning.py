@@ -161,3 +161,17 @@ def test_a_complaint_beside_a_request_is_not_a_sub_goal(goal: str, parts: list[s
 ])
 def test_after_and_before_order_the_sub_goals(goal: str, parts: list[str]) -> None:
     assert split_goal(goal) == parts
+
+
+@pytest.mark.parametrize("goal, parts", [
+    ("turn off the porch lights and lock the front door", ["turn off the porch lights", "lock the front door"]),
+    ("approve the Portland sign-in and decline the other one", ["approve the Portland sign-in", "decline the other one"]),
+    ("refill my inhaler, then text Ana", ["refill my inhaler", "text Ana"]),
+    ("extend the parking by an hour and email the receipt to Joe",
+     ["extend the parking by an hour", "email the receipt to Joe"]),
+    # a verb shared over "and then": "turn off wifi and then bluetooth" turns both off
+    ("turn off wifi and then bluetooth", ["turn off wifi", "turn off bluetooth"]),
+    ("order a bagel with lox and cream cheese", ["order a bagel with lox and cream cheese"]),
+])
+def test_more_everyday_verbs_start_a_sub_goal(goal: str, parts: list[str]) -> None:
+    assert split_goal(goal) == parts
