@@ -183,17 +183,20 @@ class EvidenceCalibrator:
 
     def probability(self, evidence: Mapping[str, Any], app: str | None = None,
                     installed: Iterable[str] = ()) -> float:
-        """Calibrated P(right | evidence), capped where the evidence is unfamiliar, where
-        ``app`` (the foreground package) was never seen, and where an app the goal does
-        not name is chosen among ``installed`` packages some of which were never seen."""
+        """Calibrated P(right | evidence), capped where the evidence is unfamiliar; where
+        ``app`` (the foreground package) was never seen, or an app the goal does not name
+        is chosen among ``installed`` packages some of which were never seen, read through
+        the unseen-app map and then capped."""
         z = max(-30.0, min(30.0, self.logit(evidence)))
         p = _interpolate(self.isotonic, 1.0 / (1.0 + math.exp(-z)))
         if self.unfamiliar(evidence):
             p = min(p, self.unfamiliar_p)
-        if self.unseen_app(app) and self.unseen_app_map:
-            p = _interpolate(self.unseen_app_map, p)
         if self.unseen_app(app) or self.guesses_among_unseen_apps(evidence, installed):
+            # A step inside an unseen app, or a choice among apps some of which were never
+            # seen: both read what left-out apps earned at this probability, then the cap.
             assert self.unseen_app_p is not None
+            if self.unseen_app_map:
+                p = _interpolate(self.unseen_app_map, p)
             p = min(p, self.unseen_app_p)
         return p
 

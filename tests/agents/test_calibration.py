@@ -573,6 +573,35 @@ def test_opening_an_unnamed_app_on_a_phone_with_apps_the_calibrator_never_saw_as
     assert named.confidence >= 4
 
 
+def test_a_guess_among_unseen_apps_reads_through_the_unseen_app_map_as_well():
+    """heldout_errands, judged by a leave-one-out calibrator whose cap was measured at 0.963:
+    "Add a Football event on Friday…" opened Shop, and a sushi order opened Coffee, at
+    P 0.96 beside a Calendar and a Dinner Dash that calibrator never saw, and both acted
+    alone. Choosing among apps some of which were never seen is as unfamiliar as a step
+    inside one, so it reads what left-out apps earned (the map) and then the cap."""
+    from devices.protocol import AppInfo
+
+    rng = random.Random(3)
+    samples = [Labelled({"rule": "app_step", "raw": 5.0, "action": "OPENAPP",
+                         "names_target": rng.choice([0.0, 1.0])}, rng.random() < 0.995,
+                        "s", "com.android.launcher3") for _ in range(300)]
+    for app in ("com.kairos.clock", "com.kairos.coffee"):
+        samples += [Labelled({"rule": "toggle", "raw": 5.0, "action": "CLICK"},
+                             rng.random() < 0.97, "s", app) for _ in range(60)]
+    calibrator = fit_calibrator(samples, "opener")
+    calibrator.unseen_app_p = 0.963  # a cap that alone lets a confident guess act
+    calibrator.unseen_app_map = [(0.0, 0.2), (0.9, 0.6), (1.0, 0.83)]
+    new = (AppInfo("Clock", "com.kairos.clock"), AppInfo("Coffee", "com.kairos.coffee"),
+           AppInfo("Calendar", "com.example.calendar"))
+    ctx = StepContext("Add a Football event on Friday at 6",
+                      Observation(0, 1080, 2400, "com.android.launcher3", [],
+                                  Image.new("RGB", (36, 80)), b""), apps=new)
+    guessed = CalibratedBackend(OpensClock(0.0), calibrator).propose(ctx)
+    assert guessed.extra["p_right"] <= 0.83 and guessed.confidence < 4
+    named = CalibratedBackend(OpensClock(1.0), calibrator).propose(ctx)
+    assert named.confidence >= 4  # the goal names the app: its own reading
+
+
 def test_an_app_whose_name_is_only_an_everyday_word_in_the_goal_is_not_named_by_it():
     """"we don't need coffee anymore, remove it", on a phone with a shopping-list app the
     calibrator never saw: the heuristic opened the Coffee app and the shipped calibrator
