@@ -115,6 +115,12 @@ class EvidenceCalibrator:
     # unseen app reads its probability through them, then the cap. Empty: no map (a file
     # written before it existed reads as before).
     unseen_app_map: list[tuple[float, float]] = field(default_factory=list)
+    # Each app's own record in the fitting data: [confident steps (P ≥ ``act_at``), right
+    # ones]. An app whose record says confident evidence is worth less there than the
+    # target (even its upper Wilson bound falls short) stays unfamiliar, however many of
+    # its steps were logged. Empty: no records (files written before them read as before).
+    app_records: dict[str, list[int]] = field(default_factory=dict)
+    act_at: float = 0.95
     # Leave-one-out variants fitted without one suite (and the apps only it brings):
     # suite name → calibrator JSON. ``evaluate --calibrated`` judges a suite with its own.
     held_out: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -134,11 +140,19 @@ class EvidenceCalibrator:
 
     def unseen_app(self, app: str | None) -> bool:
         """``app`` (a foreground package) is an app the fitting data showed fewer than
-        ``min_seen`` times — a handful of approved handoffs do not make an app known; the
-        launcher and system dialogs belong to every phone and are always familiar."""
-        if not app or not self.apps or self.unseen_app_p is None:
+        ``min_seen`` times — a handful of approved handoffs do not make an app known — or
+        one whose own record falls short (:meth:`falls_short`); the launcher and system
+        dialogs belong to every phone and are always familiar."""
+        if not app or not self.apps or self.unseen_app_p is None or app in SYSTEM_PACKAGES:
             return False
-        return self.apps.get(app, 0) < self.min_seen and app not in SYSTEM_PACKAGES
+        return self.apps.get(app, 0) < self.min_seen or self.falls_short(app)
+
+    def falls_short(self, app: str) -> bool:
+        """The fitting data's confident steps on ``app`` were right so seldom that even the
+        upper Wilson bound of their share is below ``act_at``: being in the data does not
+        make this app familiar (operators kept editing there)."""
+        record = self.app_records.get(app)
+        return bool(record) and record[0] > 0 and _wilson_upper(record[1], record[0]) < self.act_at
 
     def guesses_among_unseen_apps(self, evidence: Mapping[str, Any],
                                   installed: Iterable[str] = ()) -> bool:
@@ -164,7 +178,11 @@ class EvidenceCalibrator:
         """What in ``evidence`` (on ``app``, with the packages ``installed``) the
         calibration data did not cover (empty: familiar)."""
         reasons = []
-        if self.unseen_app(app):
+        if self.unseen_app(app) and self.falls_short(app or ""):
+            confident, right = self.app_records[app or ""]
+            reasons.append(f"app {app}: its confident steps were right only {right}/{confident} "
+                           "times in the calibration data")
+        elif self.unseen_app(app):
             reasons.append(f"app {app} not in the calibration data")
         elif self.guesses_among_unseen_apps(evidence, installed):
             reasons.append("opens an app the goal does not name as an app, on a phone "
@@ -198,6 +216,9 @@ class EvidenceCalibrator:
             if self.unseen_app_map:
                 p = _interpolate(self.unseen_app_map, p)
             p = min(p, self.unseen_app_p)
+        if app and self.falls_short(app):
+            confident, right = self.app_records[app]
+            p = min(p, _wilson_upper(right, confident))  # at most what its record allows
         return p
 
     def confidence(self, evidence: Mapping[str, Any], app: str | None = None,
@@ -225,6 +246,9 @@ class EvidenceCalibrator:
         }
         if self.unseen_app_map:  # absent from files written before it: same version
             body["unseen_app_map"] = [[round(x, 6), round(y, 6)] for x, y in self.unseen_app_map]
+        if self.app_records:  # likewise
+            body["app_records"] = {k: list(v) for k, v in sorted(self.app_records.items())}
+            body["act_at"] = self.act_at
         return body
 
     def to_json(self) -> dict[str, Any]:
@@ -263,9 +287,14 @@ class EvidenceCalibrator:
                 held_out=dict(data.get("held_out") or {}),
                 unseen_app_map=[(float(x), float(y))
                                 for x, y in (data.get("unseen_app_map") or [])],
+                app_records={str(k): [int(v[0]), int(v[1])]
+                             for k, v in (data.get("app_records") or {}).items()},
+                act_at=float(data.get("act_at", 0.95)),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"{where}: malformed calibrator ({exc!r})") from None
+        if any(not 0 <= right <= confident for confident, right in calibrator.app_records.values()):
+            raise ValueError(f"{where}: app_records need [confident, right] with right ≤ confident")
         if any(len(v) != 4 for v in calibrator.numeric.values()):
             raise ValueError(f"{where}: numeric features need [mean, scale, min, max]")
         for knots in (calibrator.isotonic, calibrator.unseen_app_map):
@@ -293,6 +322,14 @@ class EvidenceCalibrator:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_json(), indent=1, sort_keys=True) + "\n")
         return path
+
+
+def _wilson_upper(right: int, n: int, z: float = 1.96) -> float:
+    """Upper bound of the Wilson score interval (95 %) for right / n."""
+    phat = right / n
+    centre = phat + z * z / (2 * n)
+    spread = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n))
+    return (centre + spread) / (1 + z * z / n)
 
 
 def _interpolate(knots: list[tuple[float, float]], x: float) -> float:

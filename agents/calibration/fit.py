@@ -100,13 +100,32 @@ def fit_calibrator(samples: Sequence[Labelled], backend: str, *, min_seen: int =
     knots = _smoothed_knots(list(iso.X_thresholds_), list(iso.y_thresholds_), raw, labels)
     weights = {c: float(w) for c, w in zip(columns, model.coef_[0]) if abs(w) > 1e-9}
     # Categories keep their counts so that rare ones read as unfamiliar at run time.
-    return EvidenceCalibrator(
+    calibrator = EvidenceCalibrator(
         backend=backend, numeric=numeric,
         categories={k: v for k, v in categories.items() if "|" not in k},
         weights=weights, intercept=float(model.intercept_[0]), isotonic=knots,
         samples=len(samples), min_seen=min_seen, unfamiliar_p=unfamiliar_p,
         meta=dict(meta or {}), apps=_app_counts(samples),
     )
+    calibrator.app_records = app_records(calibrator, samples)
+    return calibrator
+
+
+def app_records(calibrator: EvidenceCalibrator, samples: Iterable[Labelled]
+                ) -> dict[str, list[int]]:
+    """Per app (the launcher and system dialogs aside): [steps the calibrator reads as
+    confident (P ≥ ``act_at``), how many of them were right]."""
+    from agents.calibration.calibrator import SYSTEM_PACKAGES
+
+    records: dict[str, list[int]] = {}
+    for sample in samples:
+        if not sample.app or sample.app in SYSTEM_PACKAGES:
+            continue
+        record = records.setdefault(sample.app, [0, 0])
+        if calibrator.probability(sample.evidence) >= calibrator.act_at:
+            record[0] += 1
+            record[1] += int(sample.right)
+    return records
 
 
 def _app_counts(samples: Iterable[Labelled]) -> dict[str, int]:

@@ -694,6 +694,56 @@ def test_handoffs_on_a_new_app_make_it_familiar_only_once_there_are_enough(tmp_p
     assert "com.new" not in " ".join(enough.unfamiliar(evidence, "com.new"))
 
 
+@pytest.mark.django_db
+def test_an_app_where_operators_kept_editing_does_not_become_familiar(tmp_path):
+    """The learning loop made an app familiar once it had a few logged steps, whatever
+    they said: 30 handoffs on an app where operators edited two in three then let the
+    agent's confident steps there act alone at the other apps' reading. The app's own
+    record now has to be consistent with the target; approvals make it familiar, edits
+    keep it asking."""
+    from django.contrib.auth.models import User
+
+    from agents.models import Step, Task, Ticket
+    from devices.models import Device
+
+    rng = random.Random(13)
+    probe = tmp_path / "probe.jsonl"
+    with probe.open("w") as out:
+        for app in ("com.a", "com.b", "com.c"):
+            for _ in range(800):  # the new app's 30 steps hardly move the shared reading
+                raw = float(rng.choice([2, 5]))
+                out.write(json.dumps({
+                    "source": "probe", "backend": "heuristic", "suite": "s", "task": "t",
+                    "app": app, "right": rng.random() < (0.995 if raw == 5 else 0.3),
+                    "evidence": {"rule": "toggle", "raw": raw, "action": "CLICK"}}) + "\n")
+    evidence = {"rule": "toggle", "raw": 5.0, "action": "CLICK"}
+    owner, operator = User.objects.create_user("owner"), User.objects.create_user("op")
+    task = Task.objects.create(owner=owner, device=Device.objects.create(name="phone"),
+                               instruction="x", threshold=4, backend="heuristic")
+    for index in range(60):
+        app = "com.edited" if index < 30 else "com.approved"
+        step = Step.objects.create(task=task, index=index, proposed_action={"type": "WAIT"},
+                                   confidence=3.5, app=app, extra={"evidence": evidence})
+        decision = "edit" if app == "com.edited" and index % 3 else "approve"
+        Ticket.objects.create(kind="intervention", reason="low_confidence", status="resolved",
+                              task=task, step=step, decision=decision, resolved_by=operator)
+    call_command("calibrate", "--backend", "heuristic", "--from", str(probe), "--from-logs",
+                 "--out", str(tmp_path / "c.json"), "--json", stdout=StringIO(),
+                 stderr=StringIO())
+    calibrator = EvidenceCalibrator.load(tmp_path / "c.json")
+    assert calibrator.apps["com.edited"] == 30 and calibrator.apps["com.approved"] == 30
+    assert not calibrator.unseen_app("com.approved")  # reads as the apps the probe knows
+    assert calibrator.probability(evidence, "com.approved") == calibrator.probability(
+        evidence, "com.a")
+    assert calibrator.unseen_app("com.edited")
+    assert calibrator.probability(evidence, "com.edited") <= min(
+        calibrator.unseen_app_p, calibrator.probability(evidence, "com.a"))
+    assert calibrator.confidence(evidence, "com.edited") < 4
+    assert "right only 10/30" in " ".join(calibrator.unfamiliar(evidence, "com.edited"))
+    again = EvidenceCalibrator.from_json(json.loads(json.dumps(calibrator.to_json())))
+    assert again.app_records == calibrator.app_records and again.version == calibrator.version
+
+
 @pytest.mark.parametrize("goal, app, mention", [
     ("we don't need coffee anymore, remove it", "Coffee", "word"),
     ("the clock in the kitchen is wrong, note it", "Clock", "word"),
