@@ -727,9 +727,12 @@ def test_an_app_where_operators_kept_editing_does_not_become_familiar(tmp_path):
         decision = "edit" if app == "com.edited" and index % 3 else "approve"
         Ticket.objects.create(kind="intervention", reason="low_confidence", status="resolved",
                               task=task, step=step, decision=decision, resolved_by=operator)
+    printed = StringIO()
     call_command("calibrate", "--backend", "heuristic", "--from", str(probe), "--from-logs",
-                 "--out", str(tmp_path / "c.json"), "--json", stdout=StringIO(),
-                 stderr=StringIO())
+                 "--out", str(tmp_path / "c.json"), stdout=printed, stderr=StringIO())
+    assert "com.edited stays unfamiliar: its confident steps were right only 10/30" in (
+        printed.getvalue())
+    assert "com.approved" not in printed.getvalue()
     calibrator = EvidenceCalibrator.load(tmp_path / "c.json")
     assert calibrator.apps["com.edited"] == 30 and calibrator.apps["com.approved"] == 30
     assert not calibrator.unseen_app("com.approved")  # reads as the apps the probe knows

@@ -328,6 +328,9 @@ class Command(BaseCommand):
             "wilson_lower": suggestion.lower_bound,
             "interventions_per_step": suggestion.interventions_per_step,
             "reliability_out_of_sample": fit.reliability_bins(out_of_sample),
+            "apps_falling_short": {app: calibrator.app_records[app]
+                                   for app in sorted(calibrator.app_records)
+                                   if calibrator.falls_short(app)},
         }
         if opts["json"]:
             self.stdout.write(json.dumps(summary))
@@ -339,6 +342,9 @@ class Command(BaseCommand):
         if calibrator.unseen_app_p is not None:
             self.stdout.write(f"on an app it was not fitted on, a step is capped at P(right) "
                               f"{calibrator.unseen_app_p:.3f} (measured leaving each app out)")
+        for app, (confident, right) in summary["apps_falling_short"].items():
+            self.stdout.write(f"{app} stays unfamiliar: its confident steps were right only "
+                              f"{right}/{confident} times")
         if suggestion.gamma is None:
             self.stdout.write(f"no γ reaches autonomy precision {opts['target']:g} (Wilson lower "
                               "bound) on this data: keep asking at every step")
