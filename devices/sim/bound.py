@@ -31,7 +31,7 @@ from devices.sim import expr as expr_mod
 from devices.sim.model import LAUNCHER, Effect, Element
 from devices.sim.world import SimState, World
 
-ANY = object()  # a written value the analysis cannot know (toggle, add, typed text)
+ANY = object()  # a written value the analysis cannot know (toggle, add, copy, typed text)
 _LAUNCHER_NODE = (LAUNCHER, None)
 _INF = math.inf
 
@@ -229,9 +229,9 @@ class Navigation:
     def _effect(self, eff: Effect, c: Node, acc: _Acc, entering: set[Node]) -> set[Node]:
         op = eff.op
         app, top = c
-        if op == "set":
+        if op == "set" and eff.source is None:
             acc.write(eff.target, eff.value)
-        elif op in ("toggle", "add"):
+        elif op in ("set", "toggle", "add"):  # a copy of another variable is not known here
             acc.write(eff.target, ANY)
         elif op == "go":
             if app == LAUNCHER:

@@ -18,7 +18,7 @@ import yaml
 from devices.sim import expr as expr_mod
 from devices.sim.model import (
     EFFECT_OPS, ELEMENT_KINDS, LAUNCHER, RESERVED_NAMES, TEMPLATE_RE, AppSpec, Dialog, Effect,
-    Element, Gate, Option, Screen, register_conditional,
+    Element, Gate, Option, Screen, number_value, register_conditional,
 )
 
 BUNDLED_APPS_DIR = Path(__file__).resolve().parent / "apps"
@@ -26,9 +26,14 @@ _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _TEMPLATE_RE = TEMPLATE_RE
 _ITEM_RE = re.compile(r"\{item(?:\.([A-Za-z_][A-Za-z0-9_]*))?\}")
 _QUOTED = r"\"[^\"]*\"|'[^']*'"
+# What an unquoted branch may hold besides plain text: ``{var}`` and a conditional already
+# compiled to its ``{?<key>}`` placeholder (nested conditionals compile inside out).
+_BRANCH_TOKEN = r"\{[A-Za-z_][A-Za-z0-9_.]*\}|\{\?[0-9a-f]{16}\}"
 _CONDITIONAL_TEXT_RE = re.compile(
-    r"\{\s*(?P<cond>[^{}?]+?)\s*\?\s*(?P<then>" + _QUOTED + r"|[^{}:\"']*?)\s*:\s*"
-    r"(?P<else>" + _QUOTED + r"|[^{}\"']*?)\s*\}")
+    r"\{\s*(?P<cond>[^{}?]+?)\s*\?\s*(?P<then>" + _QUOTED + r"|(?:" + _BRANCH_TOKEN
+    + r"|[^{}:\"'])*?)\s*:\s*"
+    r"(?P<else>" + _QUOTED + r"|(?:" + _BRANCH_TOKEN + r"|[^{}\"'])*?)\s*\}")
+_BRANCH_TOKEN_RE = re.compile(_BRANCH_TOKEN)
 
 
 def _unquote(text: str) -> str:
@@ -36,6 +41,14 @@ def _unquote(text: str) -> str:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         return text[1:-1]
     return text
+
+
+def _yaml_bool(value: bool) -> str:
+    """Why a word in a file became true/false, and what to write instead."""
+    words = ("yes", "on", "true") if value else ("no", "off", "false")
+    return (f"{str(value).lower()} is YAML's reading of an unquoted {words[0]}, {words[1]} or "
+            f"{words[2]}; put the word in quotes")
+
 
 _COMMON_KEYS = {"kind", "id", "visible", "enabled", "on_tap", "on_long_tap", "text", "desc"}
 _KIND_KEYS: dict[str, set[str]] = {
@@ -118,10 +131,14 @@ class _AppReader:
 
     # --- small checks -------------------------------------------------------------
     def mapping(self, value: Any, where: str, allowed: set[str] | None = None) -> dict[str, Any]:
+        if isinstance(value, bool):
+            raise self.fail(where, f"expected a mapping, but {_yaml_bool(value)}")
         if not isinstance(value, dict):
             raise self.fail(where, f"expected a mapping, got {type(value).__name__}")
         if allowed is not None:
             for key in value:
+                if isinstance(key, bool):
+                    raise self.fail(where, f"the key {_yaml_bool(key)}")
                 if key not in allowed:
                     raise self.fail(
                         where, f"unknown key '{key}'; allowed: {', '.join(sorted(allowed))}"
@@ -133,12 +150,16 @@ class _AppReader:
             if required:
                 raise self.fail(where, "is required")
             return ""
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        if isinstance(value, bool):
+            raise self.fail(where, f"expected text, but {_yaml_bool(value)}")
+        if not isinstance(value, (str, int, float)):
             raise self.fail(where, f"expected text, got {type(value).__name__}")
         return str(value)
 
     def var_name(self, name: Any, where: str) -> str:
         """Qualify a variable name used in this app; record references to other apps."""
+        if isinstance(name, bool):
+            raise self.fail(where, f"expected a variable name, but {_yaml_bool(name)}")
         if not isinstance(name, str) or not name:
             raise self.fail(where, "expected a variable name")
         if "." in name:
@@ -168,20 +189,37 @@ class _AppReader:
 
     def template(self, text: str, where: str) -> str:
         """Check ``{var}`` references in display text and qualify them; compile each
-        ``{cond ? Then : Else}`` (a label that depends on state) into a placeholder."""
+        ``{cond ? Then : Else}`` (a label that depends on state) into a placeholder. A
+        branch is a template too: it may show ``{var}`` and hold another conditional
+        (compiled inside out, so an unquoted outer one matches once its inner ones are
+        placeholders)."""
         def conditional(match: re.Match[str]) -> str:
             cond = self.condition(match.group("cond").strip(), where)
-            then, otherwise = (_unquote(match.group(g)) for g in ("then", "else"))
-            if "{" in then + otherwise or "}" in then + otherwise:
-                raise self.fail(where, "a conditional text's branches are plain text")
+            then, otherwise = (self.branch(_unquote(match.group(g)), where)
+                               for g in ("then", "else"))
             return register_conditional(cond, then, otherwise, self.app_id)
 
         def repl(match: re.Match[str]) -> str:
             return "{" + self.var_name(match.group(1), where) + "}"
 
         if "?" in text:
-            text = _CONDITIONAL_TEXT_RE.sub(conditional, text)
+            while True:
+                compiled = _CONDITIONAL_TEXT_RE.sub(conditional, text)
+                if compiled == text:
+                    break
+                text = compiled
         return _TEMPLATE_RE.sub(repl, text)
+
+    def branch(self, text: str, where: str) -> str:
+        """One branch of a conditional text, compiled as a template of its own; braces
+        other than ``{var}`` and conditionals are refused (they would show as typed)."""
+        if "{" not in text and "}" not in text:
+            return text
+        compiled = self.template(text, where)
+        if "{" in _BRANCH_TOKEN_RE.sub("", compiled) or "}" in _BRANCH_TOKEN_RE.sub("", compiled):
+            raise self.fail(where, "a conditional text's branch holds plain text, {var} and "
+                            f"other conditionals only; a lone brace in '{text}'")
+        return compiled
 
     # --- effects ------------------------------------------------------------------
     def effects(self, value: Any, where: str) -> tuple[Effect, ...]:
@@ -232,14 +270,32 @@ class _AppReader:
         out = []
         for name, val in pairs.items():
             qualified = self.var_name(name, f"{where}.{op}.{name}")
+            if isinstance(val, dict):  # {var: other}: the other variable's current value
+                source = self.value_source(val, op, f"{where}.{op}.{name}")
+                out.append(Effect(op, qualified, source=source))
+                continue
             if op == "add" and (isinstance(val, bool) or not isinstance(val, (int, float))):
-                raise self.fail(f"{where}.add.{name}", "add needs a number")
+                raise self.fail(f"{where}.add.{name}", "add needs a number or {var: name}")
             if op == "set" and not (val is None or isinstance(val, (bool, int, float, str))):
-                raise self.fail(f"{where}.set.{name}", "a value is text, a number, true/false or null")
+                raise self.fail(f"{where}.set.{name}", "a value is text, a number, true/false, "
+                                "null or {var: name}")
             out.append(Effect(op, qualified, val))
         if len(out) == 1:
             return out[0]
         return Effect("if", cond=expr_mod.parse(True), then=tuple(out))
+
+    def value_source(self, value: dict[str, Any], op: str, where: str) -> str:
+        """``{var: name}`` as the value of ``set`` / ``add``: the variable (qualified) whose
+        current value is written or added. A mapping, so no literal text can mean it."""
+        if set(value) != {"var"}:
+            raise self.fail(where, "a value taken from another variable is written "
+                            "{var: name}, with no other key")
+        source = self.var_name(value["var"], f"{where}.var")
+        initial = self.state.get(source)
+        if op == "add" and source in self.state and number_value(initial) is None and initial != "":
+            raise self.fail(f"{where}.var", f"'{value['var']}' starts as {json.dumps(initial)}; "
+                            "add needs a variable that holds a number")
+        return source
 
     def confirm(self, spec: Any, kw: dict[str, Any], where: str) -> tuple[str, expr_mod.Expr]:
         """Confirm-before-change on a switch: the tap opens "are you sure?" and only its
@@ -366,6 +422,9 @@ class _AppReader:
                     opts.append(Option(opt["value"], self.string(opt.get("text", opt["value"]), owhere)))
                 elif isinstance(opt, (str, int, float)) and not isinstance(opt, bool):
                     opts.append(Option(str(opt).lower() if isinstance(opt, str) else opt, str(opt)))
+                elif isinstance(opt, bool):
+                    raise self.fail(owhere, f"an option is text or {{value, text}}, but "
+                                    f"{_yaml_bool(opt)}")
                 else:
                     raise self.fail(owhere, "an option is text or {value, text}")
             kw["options"] = tuple(opts)
@@ -419,6 +478,9 @@ class _AppReader:
             return None
         spec = data["for_each"]
         if isinstance(spec, list):
+            for key in spec:
+                if isinstance(key, bool):
+                    raise self.fail(f"{where}.for_each", f"the item key {_yaml_bool(key)}")
             spec = {str(key): {} for key in spec}
         if not isinstance(spec, dict) or not spec:
             raise self.fail(f"{where}.for_each", "expected a mapping of item keys to fields, "
@@ -426,12 +488,18 @@ class _AppReader:
         body = {k: v for k, v in data.items() if k != "for_each"}
         copies = []
         for key, fields in spec.items():
+            if isinstance(key, bool):
+                raise self.fail(f"{where}.for_each", f"the item key {_yaml_bool(key)}")
             if not isinstance(key, str) or not _IDENT_RE.match(key):
                 raise self.fail(f"{where}.for_each", f"'{key}' is not a valid item key")
             if fields is None:
                 fields = {}
             if not isinstance(fields, dict):
                 raise self.fail(f"{where}.for_each.{key}", "expected a mapping of fields")
+            for field_name in fields:
+                if isinstance(field_name, bool):
+                    raise self.fail(f"{where}.for_each.{key}",
+                                    f"the field name {_yaml_bool(field_name)}")
             copies.append((key, fields, self._substitute(body, key, fields, f"{where}.for_each.{key}")))
         return copies
 
@@ -494,6 +562,8 @@ class _AppReader:
         state_data = data.get("state") or {}
         self.mapping(state_data, "state")
         for key, value in state_data.items():
+            if isinstance(key, bool):
+                raise self.fail("state", f"the variable name {_yaml_bool(key)}")
             if not isinstance(key, str) or not _IDENT_RE.match(key) or key in RESERVED_NAMES:
                 raise self.fail(f"state.{key}", f"'{key}' cannot be a variable name")
             if not (value is None or isinstance(value, (bool, int, float, str))):

@@ -26,6 +26,8 @@ LAUNCHER = "launcher"
 # ``{var}`` shows a value; ``{cond ? Then : Else}`` (in app files) shows one of two texts
 # by a condition — a label that depends on state ("Locked" / "Unlocked"). The loader
 # compiles each conditional once, registers it here and leaves ``{?<key>}`` in the text.
+# A branch is itself a template: it may show ``{var}`` and hold another conditional's
+# ``{?<key>}`` ("Booked for {slot}").
 TEMPLATE_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 CONDITIONAL_RE = re.compile(r"\{\?([0-9a-f]{16})\}")
 _CONDITIONALS: dict[str, tuple[Expr, str, str]] = {}
@@ -42,17 +44,17 @@ def template_names(text: str) -> set[str]:
     """Every variable a display text reads (``{var}`` and conditional texts)."""
     if "{" not in text:
         return set()
-    names = set(TEMPLATE_RE.findall(text))
-    for key in CONDITIONAL_RE.findall(text):
-        names.update(_CONDITIONALS[key][0].names)
-    return names
+    return set(TEMPLATE_RE.findall(text)) | conditional_names(text)
 
 
 def conditional_names(text: str) -> set[str]:
-    """The variables read by the conditional texts of ``text`` only."""
+    """The variables read by the conditional texts of ``text`` only: their conditions and
+    whatever their branches show."""
     names: set[str] = set()
     for key in CONDITIONAL_RE.findall(text or ""):
-        names.update(_CONDITIONALS[key][0].names)
+        cond, then, otherwise = _CONDITIONALS[key]
+        names.update(cond.names)
+        names.update(template_names(then + otherwise))
     return names
 
 
@@ -63,10 +65,31 @@ def fill_template(text: str, env: Callable[[str], Any], fmt: Callable[[Any], str
     if "{?" in text:
         def pick(match: re.Match[str]) -> str:
             cond, then, otherwise = _CONDITIONALS[match.group(1)]
-            return then if cond(env) else otherwise
+            chosen = then if cond(env) else otherwise
+            return CONDITIONAL_RE.sub(pick, chosen) if "{?" in chosen else chosen
 
         text = CONDITIONAL_RE.sub(pick, text)
     return TEMPLATE_RE.sub(lambda m: fmt(env(m.group(1))), text)
+
+
+def number_value(value: Any) -> int | float | None:
+    """The number a variable holds for ``add: {x: {var: y}}``: a number as it is, null as
+    0, text that reads as a number (typed "15") as that number; None for anything else."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        if re.fullmatch(r"[-+]?\d+", text):
+            return int(text)
+        if re.fullmatch(r"[-+]?(\d+\.\d*|\.\d+)", text):
+            return float(text)
+    return None
+
+
 LAUNCHER_PACKAGE = "com.android.launcher3"
 SYSTEMUI_PACKAGE = "com.android.systemui"
 PERMISSION_PACKAGE = "com.android.permissioncontroller"
@@ -82,6 +105,9 @@ class Effect:
     cond: Expr | None = None
     then: tuple["Effect", ...] = ()
     otherwise: tuple["Effect", ...] = ()
+    # set/add: the variable (qualified) whose current value is written or added instead
+    # of ``value`` (``set: {booked: {var: picked}}``); None: ``value`` is the literal
+    source: str | None = None
 
 
 Effects = tuple[Effect, ...]

@@ -44,6 +44,8 @@ def _effects_rw(effects: Any, reads: set[str], writes: set[str]) -> None:
             # toggle/add read only their own variable, which matters only if it is
             # needed anyway; counting that as a read would keep every switch in the key.
             writes.add(eff.target)
+            if eff.source is not None:  # {var: name}: the value comes from another variable
+                reads.add(eff.source)
         elif eff.op == "if":
             reads.update(eff.cond.names)
             _effects_rw(eff.then, reads, writes)
@@ -156,14 +158,15 @@ class _Search:
 
     def _value_classes(self) -> None:
         """Merge values of a variable that nothing can tell apart. A variable qualifies when
-        every write to it is a literal (no toggle/add), every condition and success conjunct
-        that reads it reads nothing else, and it is shown only where its text cannot move or
-        relabel a touch target (screen titles, subtitles, plain texts — whose height comes
-        from the template, not the value). Its known values (initial, written, typed) are
-        then grouped by the outcome of every such condition: e.g. a search query "earbuds"
-        and "Pulse Sport Earbuds" both satisfy ``query contains "earbud"`` and nothing else,
-        so the two states lead to the same places in the same number of actions. Values
-        outside the known ones (typed key by key) stay distinct."""
+        every write to it is a literal (no toggle/add, no ``{var: …}`` copy, and it is copied
+        nowhere), every condition and success conjunct that reads it reads nothing else, and
+        it is shown only where its text cannot move or relabel a touch target (screen titles,
+        subtitles, plain texts — whose height comes from the template, not the value). Its
+        known values (initial, written, typed) are then grouped by the outcome of every such
+        condition: e.g. a search query "earbuds" and "Pulse Sport Earbuds" both satisfy
+        ``query contains "earbud"`` and nothing else, so the two states lead to the same
+        places in the same number of actions. Values outside the known ones (typed key by
+        key) stay distinct."""
         world = self.world
         variables = set(world.var_index)
         keep_names = {world.var_names[i] for i in self.keep}
@@ -189,7 +192,11 @@ class _Search:
 
         def effects(effs: Any) -> None:
             for eff in effs or ():
-                if eff.op == "set":
+                if eff.source is not None:
+                    # a copied or added value: the target may take any value of the source,
+                    # and what tells the source's values apart is the target's business
+                    refused.update((eff.target, eff.source))
+                elif eff.op == "set":
                     add_value(eff.target, eff.value)
                 elif eff.op in ("toggle", "add"):
                     refused.add(eff.target)

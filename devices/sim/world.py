@@ -24,7 +24,7 @@ from devices.sim import expr as expr_mod
 from devices.sim.loader import AppBundle, SimLoadError
 from devices.sim.model import (
     LAUNCHER, LAUNCHER_PACKAGE, PERMISSION_PACKAGE, SYSTEMUI_PACKAGE, TEMPLATE_RE, AppSpec,
-    Dialog, Effect, Effects, Element, Gate, Screen, fill_template, template_names,
+    Dialog, Effect, Effects, Element, Gate, Screen, fill_template, number_value, template_names,
 )
 from devices.sim.suite import Perturbation
 from devices.uitree import Bounds, UINode
@@ -1116,6 +1116,17 @@ class _Work:
     def set(self, name: str, value: Any) -> None:
         self.values[self.world.var_index[name]] = value
 
+    def add(self, eff: Effect) -> None:
+        """``add``: a literal amount, or (``{var: name}``) the number another variable holds
+        now; when it holds no number (true/false, text that is not a number) nothing
+        changes."""
+        if eff.source is None:
+            self.set(eff.target, (self.get(eff.target) or 0) + eff.value)
+            return
+        amount = number_value(self.get(eff.source))
+        if amount is not None:
+            self.set(eff.target, (self.get(eff.target) or 0) + amount)
+
     def env(self) -> expr_mod.Env:
         index, values = self.world.var_index, self.values
 
@@ -1142,11 +1153,11 @@ class _Work:
         for eff in effects:
             op = eff.op
             if op == "set":
-                self.set(eff.target, eff.value)
+                self.set(eff.target, eff.value if eff.source is None else self.get(eff.source))
             elif op == "toggle":
                 self.set(eff.target, not self.get(eff.target))
             elif op == "add":
-                self.set(eff.target, (self.get(eff.target) or 0) + eff.value)
+                self.add(eff)
             elif op == "go":
                 self.go(eff.target)
             elif op == "back":
