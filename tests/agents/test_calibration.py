@@ -540,12 +540,9 @@ class OpensClock:
                                   "names_target": self.names_target})
 
 
-def test_opening_an_unnamed_app_on_a_phone_with_apps_the_calibrator_never_saw_asks():
-    """"Remind me about the dentist" opened the Clock at confidence 5 beside a Calendar the
-    calibrator had never seen: which app fits an unnamed goal was measured against the apps
-    of the calibration data only."""
-    from devices.protocol import AppInfo
-
+def _opener_calibrator() -> EvidenceCalibrator:
+    """Fitted on sure OPENAPPs from the launcher (named or not, nearly always right) and
+    toggles inside the Clock and Coffee apps."""
     rng = random.Random(3)
     samples = [Labelled({"rule": "app_step", "raw": 5.0, "action": "OPENAPP",
                          "names_target": rng.choice([0.0, 1.0])}, rng.random() < 0.995,
@@ -553,7 +550,16 @@ def test_opening_an_unnamed_app_on_a_phone_with_apps_the_calibrator_never_saw_as
     for app in ("com.kairos.clock", "com.kairos.coffee"):
         samples += [Labelled({"rule": "toggle", "raw": 5.0, "action": "CLICK"},
                              rng.random() < 0.97, "s", app) for _ in range(60)]
-    calibrator = fit_calibrator(samples, "opener")
+    return fit_calibrator(samples, "opener")
+
+
+def test_opening_an_unnamed_app_on_a_phone_with_apps_the_calibrator_never_saw_asks():
+    """"Remind me about the dentist" opened the Clock at confidence 5 beside a Calendar the
+    calibrator had never seen: which app fits an unnamed goal was measured against the apps
+    of the calibration data only."""
+    from devices.protocol import AppInfo
+
+    calibrator = _opener_calibrator()
     calibrator.unseen_app_p = 0.93
     known = (AppInfo("Clock", "com.kairos.clock"), AppInfo("Coffee", "com.kairos.coffee"))
     new = known + (AppInfo("Calendar", "com.example.calendar"),)
@@ -581,14 +587,7 @@ def test_a_guess_among_unseen_apps_reads_through_the_unseen_app_map_as_well():
     inside one, so it reads what left-out apps earned (the map) and then the cap."""
     from devices.protocol import AppInfo
 
-    rng = random.Random(3)
-    samples = [Labelled({"rule": "app_step", "raw": 5.0, "action": "OPENAPP",
-                         "names_target": rng.choice([0.0, 1.0])}, rng.random() < 0.995,
-                        "s", "com.android.launcher3") for _ in range(300)]
-    for app in ("com.kairos.clock", "com.kairos.coffee"):
-        samples += [Labelled({"rule": "toggle", "raw": 5.0, "action": "CLICK"},
-                             rng.random() < 0.97, "s", app) for _ in range(60)]
-    calibrator = fit_calibrator(samples, "opener")
+    calibrator = _opener_calibrator()
     calibrator.unseen_app_p = 0.963  # a cap that alone lets a confident guess act
     calibrator.unseen_app_map = [(0.0, 0.2), (0.9, 0.6), (1.0, 0.83)]
     new = (AppInfo("Clock", "com.kairos.clock"), AppInfo("Coffee", "com.kairos.coffee"),
