@@ -1893,17 +1893,21 @@ def _confirmation_of_last_tap(view: ScreenView, ctx: StepContext) -> UINode | No
     (the sensitive-action policy's ``confirmations``), and exactly one of its buttons is
     not a way to dismiss it.
     """
-    if not ctx.history:
+    opened = _dialog_opener(view, ctx)
+    if opened is None:
         return None
-    last = ctx.history[-1]
-    match = _TAPPED_LABEL.match(last.summary or "")
-    if not last.screen_changed or match is None:
-        return None
+    match = opened
+    buttons = [n for n in view.overlay if n.clickable and n.enabled and n.label]
+    again = [b for b in buttons
+             if b.label.strip().casefold() == match.group("label").strip().casefold()]
+    if len(again) == 1 and len(buttons) > 1:
+        # "Subscribe" → "Confirm subscription … [Cancel] [Subscribe]": the app asks again
+        # in the tap's own words, question mark or not.
+        return again[0]
     # Verbs matter here ("Open" → "Open the garage door?"), so keep the words the
     # recommender drops, less the ones every sentence has.
     tapped = set(tokens(match.group("label"), keep_stopwords=True)) - _FUNCTION_WORDS - set(
         _DISMISS_WORDS)
-    buttons = [n for n in view.overlay if n.clickable and n.enabled and n.label]
     others = [n for n in view.overlay if n.text and n not in buttons]
     said = set(tokens(" ".join(n.text for n in others), keep_stopwords=True)) - _FUNCTION_WORDS
     asks_to_confirm = any(
@@ -1911,14 +1915,25 @@ def _confirmation_of_last_tap(view: ScreenView, ctx: StepContext) -> UINode | No
         for phrase in current_policy().confirmations)
     if not asks_to_confirm and not (tapped & said and any("?" in n.text for n in others)):
         return None  # a notice ("Added to cart") is news, not a question to answer
-    again = [b for b in buttons
-             if b.label.strip().casefold() == match.group("label").strip().casefold()]
-    if len(again) == 1:
-        return again[0]  # "Cancel ride" → "Cancel ride?" [Keep ride] [Cancel ride]
     ahead = [b for b in buttons
              if not any(b.label.strip().lower() == w or w in b.label.lower().split()
                         for w in _DISMISS_WORDS + ("keep", "no", "back"))]
     return ahead[0] if len(ahead) == 1 else None
+
+
+def _dialog_opener(view: ScreenView, ctx: StepContext) -> re.Match[str] | None:
+    """The tap that opened the dialog on screen (its summary's match), or None: the last
+    tap, or — when the last taps chose options inside this dialog ("21 days" in "Borrow
+    …?") — the tap before them. Only a tap that changed the screen opens anything."""
+    options = {n.label.strip().casefold() for n in view.overlay
+               if n.label and (n.checkable or n.label.lower().startswith(("increase ", "decrease ")))}
+    for entry in reversed(ctx.history):
+        match = _TAPPED_LABEL.match(entry.summary or "")
+        if match is None or not entry.screen_changed:
+            return None
+        if match.group("label").strip().casefold() not in options:
+            return match
+    return None
 
 
 # Buttons that only say "go ahead": their dialog's question carries the meaning.
