@@ -635,6 +635,10 @@ class HeuristicBackend:
         words = set(tokens(" ".join(n.text + " " + n.content_desc for n in overlay_nodes)))
         if view.overlay_kind == "dialog":
             confirm = _confirmation_of_last_tap(view, ctx)
+            if confirm is not None and _choice_left_in(view, goal):
+                # "Borrow …?" with a lending period to pick: the choice comes before the
+                # go-ahead; the rules that pick a named option, or ask, take it from here.
+                return None
             if confirm is not None:
                 # The app asks to confirm what was just tapped ("Remove from home" →
                 # "Remove Sam Rivera?"): the dialog is part of the task, not a pop-up to
@@ -1919,6 +1923,19 @@ def _confirmation_of_last_tap(view: ScreenView, ctx: StepContext) -> UINode | No
              if not any(b.label.strip().lower() == w or w in b.label.lower().split()
                         for w in _DISMISS_WORDS + ("keep", "no", "back"))]
     return ahead[0] if len(ahead) == 1 else None
+
+
+def _choice_left_in(view: ScreenView, goal: str) -> bool:
+    """A choice group inside the dialog has nothing chosen, or the goal names one of its
+    options that is not the chosen one."""
+    inside = {id(n) for n in view.overlay}
+    for group in view.groups:
+        if not group.options or not all(id(o) in inside for o in group.options):
+            continue
+        named = _named_option(group, view.nodes, goal)
+        if group.checked is None or (named is not None and not named[0].checked):
+            return True
+    return False
 
 
 def _dialog_opener(view: ScreenView, ctx: StepContext) -> re.Match[str] | None:

@@ -54,6 +54,7 @@ suite: pedal
 tasks:
   - {id: rent_3h, instruction: rent the bike for 3 hours, success: "pedal.rented and pedal.period == '3'"}
   - {id: join_plus, instruction: join plus, success: pedal.plus}
+  - {id: rent_any, instruction: rent this bike, success: pedal.rented}
 """
 
 
@@ -96,3 +97,20 @@ def test_a_confirm_dialog_whose_go_ahead_repeats_the_tapped_label_is_the_taps_ow
     phone.tap("Join Plus")
     proposal = phone.propose()
     assert proposal.action is not None and proposal.action.element == "Join Plus", proposal.thought
+
+
+def test_a_choice_inside_the_dialog_comes_before_its_go_ahead(tmp_path):
+    """Found on fresh5_apps: "borrow the midnight library for three weeks" went ahead in
+    "Borrow …?" before choosing the lending period, at 4."""
+    phone = Phone(tmp_path, "rent_3h")
+    phone.tap("Rent")
+    proposal = phone.propose()
+    assert proposal.action is not None and proposal.action.element == "3 hours", proposal.thought
+
+
+def test_a_choice_inside_the_dialog_the_goal_does_not_make_is_not_made_alone(tmp_path):
+    phone = Phone(tmp_path, "rent_any")
+    phone.tap("Rent")
+    proposal = phone.propose()
+    assert proposal.clarification is not None or proposal.confidence < 4, proposal.thought
+    assert proposal.action is None or proposal.action.element != "Cancel"
