@@ -1291,17 +1291,20 @@ class HeuristicBackend:
             if owner is not None:
                 names |= {normalise_words(owner.label), normalise_words(_display_label(owner, view.nodes))}
             return bool(names & clicked)
-        scores = [
+        candidates = [
             s for s in score_nodes(view.nodes, query)
             if s.node.key not in ctx.excluded_elements
             and (editable_ok or not is_editable(s.node))
             and not (is_editable(s.node) and not _field_is_empty(s.node))  # typed already
-            and not used(s.node)
             and not (s.node.checkable and s.node.checked and "Radio" in s.node.cls)
             and not s.node.selected  # the tab already shown
             and not _is_system_nav(s.node)
             and is_tappable(s.node, view.nodes)
         ]
+        scores = [s for s in candidates if not used(s.node)]
+        # The element the step names best, already tapped, stays the runner-up: "Red
+        # Lentil Soup" left over after "Red Lentil Dal" is its look-alike, not the target.
+        tapped_best = max((s.total for s in candidates if used(s.node)), default=0.0)
         if navigating:
             # The target is on another screen: a row that mentions every word of it
             # ("Wi-Fi" in "Network & internet · Wi-Fi On") is the way there.
@@ -1314,7 +1317,7 @@ class HeuristicBackend:
         if not ranked or ranked[0].total < 0.3:
             return None
         second = ranked[1].total if len(ranked) > 1 else 0.0
-        return ranked[0].node, ranked[0].total, second
+        return ranked[0].node, ranked[0].total, max(second, tapped_best)
 
     def _click_best(self, intent: Intent, view: ScreenView, ctx: StepContext,
                     navigating: bool = False) -> _Choice:
