@@ -206,6 +206,15 @@ def _in_time_order(parts: list[str]) -> list[str]:
     return out
 
 
+def _with_shared_toggle(previous: str, piece: str) -> str | None:
+    """``piece`` with the toggle verb of ``previous`` when it is a bare noun that shares it
+    ("turn on Wi-Fi and Bluetooth" → "turn on Bluetooth"), else None."""
+    head = _TOGGLE_HEAD_RE.match(previous)
+    if head and piece.strip() and len(piece.split()) <= 3 and "\x00" not in piece:
+        return f"{head.group(1)} {piece.strip()}"
+    return None
+
+
 def _first_word(text: str) -> str:
     match = re.match(r"\s*([A-Za-z]+)", text)
     return match.group(1).lower() if match else ""
@@ -276,11 +285,9 @@ def split_goal(instruction: str) -> list[str]:
     parts: list[str] = []
     for chunk in ";".join(chunks).split(";"):
         for piece in _THEN_RE.split(chunk):
-            head = _TOGGLE_HEAD_RE.match(parts[-1]) if parts else None
-            if (head and piece.strip() and len(piece.split()) <= 3 and "\x00" not in piece
-                    and not _is_request(piece)):
-                # "turn off wifi and then bluetooth": the verb is shared over "then" too.
-                piece = f"{head.group(1)} {piece.strip()}"
+            shared = _with_shared_toggle(parts[-1], piece) if parts else None
+            if shared and not _is_request(piece):
+                piece = shared  # "turn off wifi and then bluetooth": over "then" too
             parts.extend(_split_on_verbs(piece))
     parts = _in_time_order(parts)
     if any(_is_request(part) for part in parts):
@@ -345,16 +352,15 @@ def _split_on_verbs(text: str) -> list[str]:
     context_pending = _first_word(pieces[0]) in _CONTEXT_WORDS
     for separator, piece in zip(pieces[1::2], pieces[2::2]):
         word = _first_word(piece)
-        head = _TOGGLE_HEAD_RE.match(out[-1])
+        shared = _with_shared_toggle(out[-1], piece)
         if word in ACTION_VERBS and context_pending:
             # "In the Shop, search for …": the leading phrase says where, not what.
             out[-1] = out[-1] + separator + piece
             context_pending = False
         elif word in ACTION_VERBS:
             out.append(piece)
-        elif head and piece.strip() and len(piece.split()) <= 3 and "\x00" not in piece:
-            # "turn on Wi-Fi and Bluetooth": the verb is shared by the bare noun.
-            out.append(f"{head.group(1)} {piece.strip()}")
+        elif shared:
+            out.append(shared)  # "turn on Wi-Fi and Bluetooth"
         else:
             out[-1] = out[-1] + separator + piece
     return out

@@ -1301,10 +1301,15 @@ class HeuristicBackend:
             and not _is_system_nav(s.node)
             and is_tappable(s.node, view.nodes)
         ]
-        scores = [s for s in candidates if not used(s.node)]
         # The element the step names best, already tapped, stays the runner-up: "Red
         # Lentil Soup" left over after "Red Lentil Dal" is its look-alike, not the target.
-        tapped_best = max((s.total for s in candidates if used(s.node)), default=0.0)
+        scores: list[NodeScore] = []
+        tapped_best = 0.0
+        for s in candidates:
+            if used(s.node):
+                tapped_best = max(tapped_best, s.total)
+            else:
+                scores.append(s)
         if navigating:
             # The target is on another screen: a row that mentions every word of it
             # ("Wi-Fi" in "Network & internet · Wi-Fi On") is the way there.
@@ -1900,10 +1905,9 @@ def _confirmation_of_last_tap(view: ScreenView, ctx: StepContext) -> UINode | No
     (the sensitive-action policy's ``confirmations``), and exactly one of its buttons is
     not a way to dismiss it.
     """
-    opened = _dialog_opener(view, ctx)
-    if opened is None:
+    match = _dialog_opener(view, ctx)
+    if match is None:
         return None
-    match = opened
     buttons = [n for n in view.overlay if n.clickable and n.enabled and n.label]
     again = [b for b in buttons
              if b.label.strip().casefold() == match.group("label").strip().casefold()]

@@ -152,7 +152,7 @@ class EvidenceCalibrator:
         upper Wilson bound of their share is below ``act_at``: being in the data does not
         make this app familiar (operators kept editing there)."""
         record = self.app_records.get(app)
-        return bool(record) and record[0] > 0 and _wilson_upper(record[1], record[0]) < self.act_at
+        return bool(record) and record[0] > 0 and wilson_interval(record[1], record[0])[1] < self.act_at
 
     def guesses_among_unseen_apps(self, evidence: Mapping[str, Any],
                                   installed: Iterable[str] = ()) -> bool:
@@ -178,12 +178,13 @@ class EvidenceCalibrator:
         """What in ``evidence`` (on ``app``, with the packages ``installed``) the
         calibration data did not cover (empty: familiar)."""
         reasons = []
-        if self.unseen_app(app) and self.falls_short(app or ""):
-            confident, right = self.app_records[app or ""]
-            reasons.append(f"app {app}: its confident steps were right only {right}/{confident} "
-                           "times in the calibration data")
-        elif self.unseen_app(app):
-            reasons.append(f"app {app} not in the calibration data")
+        if self.unseen_app(app):
+            if self.falls_short(app or ""):
+                confident, right = self.app_records[app or ""]
+                reasons.append(f"app {app}: its confident steps were right only "
+                               f"{right}/{confident} times in the calibration data")
+            else:
+                reasons.append(f"app {app} not in the calibration data")
         elif self.guesses_among_unseen_apps(evidence, installed):
             reasons.append("opens an app the goal does not name as an app, on a phone "
                            "with apps not in the calibration data")
@@ -209,7 +210,8 @@ class EvidenceCalibrator:
         p = _interpolate(self.isotonic, 1.0 / (1.0 + math.exp(-z)))
         if self.unfamiliar(evidence):
             p = min(p, self.unfamiliar_p)
-        if self.unseen_app(app) or self.guesses_among_unseen_apps(evidence, installed):
+        unseen = self.unseen_app(app)
+        if unseen or self.guesses_among_unseen_apps(evidence, installed):
             # A step inside an unseen app, or a choice among apps some of which were never
             # seen: both read what left-out apps earned at this probability, then the cap.
             assert self.unseen_app_p is not None
@@ -218,7 +220,7 @@ class EvidenceCalibrator:
             p = min(p, self.unseen_app_p)
         if app and self.falls_short(app):
             confident, right = self.app_records[app]
-            p = min(p, _wilson_upper(right, confident))  # at most what its record allows
+            p = min(p, wilson_interval(right, confident)[1])  # at most what its record allows
         return p
 
     def confidence(self, evidence: Mapping[str, Any], app: str | None = None,
@@ -324,12 +326,14 @@ class EvidenceCalibrator:
         return path
 
 
-def _wilson_upper(right: int, n: int, z: float = 1.96) -> float:
-    """Upper bound of the Wilson score interval (95 %) for right / n."""
+def wilson_interval(right: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval (95 % by default) for right / n; (0, 1) without steps."""
+    if n == 0:
+        return 0.0, 1.0
     phat = right / n
     centre = phat + z * z / (2 * n)
     spread = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n))
-    return (centre + spread) / (1 + z * z / n)
+    return (centre - spread) / (1 + z * z / n), (centre + spread) / (1 + z * z / n)
 
 
 def _interpolate(knots: list[tuple[float, float]], x: float) -> float:

@@ -8,12 +8,11 @@ precision, all on the calibrated 1–5 scale.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 from agents.calibration.calibrator import (
-    EvidenceCalibrator, categorical_items, numeric_items, probability_to_score,
+    EvidenceCalibrator, categorical_items, numeric_items, probability_to_score, wilson_interval,
 )
 
 MIN_SAMPLES = 20
@@ -331,12 +330,7 @@ def reliability_bins(pairs: Iterable[tuple[float, bool]], bins: int = 10) -> lis
 
 def wilson_lower(right: int, n: int, z: float = 1.96) -> float:
     """Lower bound of the Wilson score interval (95% by default) for right / n."""
-    if n == 0:
-        return 0.0
-    phat = right / n
-    centre = phat + z * z / (2 * n)
-    spread = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n))
-    return (centre - spread) / (1 + z * z / n)
+    return wilson_interval(right, n, z)[0]
 
 
 @dataclass

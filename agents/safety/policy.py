@@ -27,6 +27,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -113,6 +114,11 @@ class SensitivePolicy:
     source: str = "default"
     go_aheads: tuple[str, ...] = ()
 
+    @cached_property
+    def _go_ahead_labels(self) -> frozenset[str]:
+        """``go_aheads`` as normalised labels (read on every step the gate decides)."""
+        return frozenset(_norm(phrase) for phrase in self.go_aheads)
+
     def assess(self, target: UINode | None, nodes: list[UINode]) -> Harm | None:
         """The harm a tap on ``target`` commits on this screen, or None."""
         if target is None or "EditText" in target.cls:
@@ -170,13 +176,12 @@ class SensitivePolicy:
             if priced:
                 return Harm("money", priced, "choice")
         if dialog is None and target.clickable and not target.checkable and (
-                label.split()[:1] == ["yes"] or label in {_norm(p) for p in self.go_aheads}):
+                label.split()[:1] == ["yes"] or label in self._go_ahead_labels):
             # A page that is itself the app's question ("Is this you signing in?" → "Yes,
             # it's me"): the answer is the user's, as in a dialog.
-            asked = next((n.text.strip() for n in nodes if n is not target
-                          and n.text.strip().endswith("?") and not n.clickable), None)
+            asked = _questions([n for n in nodes if not n.clickable], target)
             if asked:
-                return Harm(CONFIRMATION, asked, "question")
+                return Harm(CONFIRMATION, asked[0], "question")
         if dialog is not None and not _is_dismissal(label, self.dismissals, dialog, target):
             for harm in self.classes:
                 found = _find(harm.actions, context)
@@ -196,7 +201,7 @@ class SensitivePolicy:
             echoed = _echoes_question(label, dialog, target)
             if echoed:
                 return Harm(CONFIRMATION, echoed, "dialog")
-            if label in {_norm(phrase) for phrase in self.go_aheads}:
+            if label in self._go_ahead_labels:
                 # "Turn off lost mode?" → "Confirm": no word of harm, but the app itself
                 # stopped to ask; a neutral go-ahead answers its question for the user.
                 asked = _question_of(dialog, target)
@@ -221,12 +226,14 @@ def _echoes_question(label: str, dialog: list[UINode], target: UINode) -> str | 
     # "Allow" in an app's own location prompt echoes its question too, but a permission
     # prompt is a privacy choice the backends already send to a person, not an action.
     words = set(label.split()) - {"yes", "ok", "the", "a", "to", "it", "allow", "deny"}
-    for node in dialog:
-        if node is target or not node.text.strip().endswith("?"):
-            continue
-        if words & set(_norm(node.text).split()):
-            return node.text.strip()
-    return None
+    return next((question for question in _questions(dialog, target)
+                 if words & set(_norm(question).split())), None)
+
+
+def _questions(nodes: list[UINode], target: UINode | None) -> list[str]:
+    """The questions among ``nodes`` — texts ending with "?" — other than ``target``'s."""
+    return [node.text.strip() for node in nodes
+            if node is not target and node.text.strip().endswith("?")]
 
 
 def _question_of(dialog: list[UINode], target: UINode) -> str | None:
@@ -234,8 +241,7 @@ def _question_of(dialog: list[UINode], target: UINode) -> str | None:
     the system's permission prompt, a privacy choice the backends already send on)."""
     if "permissioncontroller" in dialog[0].package:
         return None
-    return next((node.text.strip() for node in dialog
-                 if node is not target and node.text.strip().endswith("?")), None)
+    return next(iter(_questions(dialog, target)), None)
 
 
 def _is_dismissal(label: str, dismissals: Iterable[str], dialog: list[UINode] | None = None,
@@ -259,10 +265,9 @@ def _is_dismissal(label: str, dismissals: Iterable[str], dialog: list[UINode] | 
 def _asks_its_verb(label: str, dialog: list[UINode], target: UINode | None) -> bool:
     """The dialog's question starts with the button's first word: "Cancel booking" under
     "Cancel Reformer Pilates?" does what the question asks."""
-    first = label.split()[0] if label.split() else ""
+    first = label.split()[:1]
     return bool(first) and any(
-        node is not target and node.text.strip().endswith("?")
-        and _norm(node.text).split()[:1] == [first] for node in dialog)
+        _norm(question).split()[:1] == first for question in _questions(dialog, target))
 
 
 def _other_way_out(dialog: list[UINode], target: UINode | None,
@@ -282,8 +287,7 @@ def _repeats_question(label: str, dialog: list[UINode], target: UINode | None) -
     "Cancel refill" under "Cancel this refill?"."""
     words = set(label.split()) - _FILLER
     return bool(words) and any(
-        node is not target and node.text.strip().endswith("?")
-        and words <= set(_norm(node.text).split()) for node in dialog)
+        words <= set(_norm(question).split()) for question in _questions(dialog, target))
 
 
 def _priced_choice(nodes: list[UINode]) -> str | None:

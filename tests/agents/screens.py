@@ -92,3 +92,47 @@ def ctx(instruction: str, observation: Observation, **kwargs: object) -> StepCon
 def entry(index: int, action: dict, summary: str = "", by: str = "agent",
           changed: bool = True) -> HistoryEntry:
     return HistoryEntry(index=index, action=action, by=by, summary=summary, screen_changed=changed)
+
+
+class HandBuiltPhone:
+    """A simulated phone with one hand-built app (tests.devices.sim_helpers.hand_built)
+    opened on one task of its suite, keeping the history as the episode runner does."""
+
+    def __init__(self, tmp_path, app_yaml: str, suite_yaml: str, task_id: str,
+                 app_name: str) -> None:
+        from agents.episode import EpisodeMemory
+        from devices.actions import Action
+        from devices.sim import SimDevice
+        from tests.devices.sim_helpers import hand_built
+
+        bundle, suite = hand_built(tmp_path, app_yaml, suite_yaml)
+        self.task = suite.task(task_id)
+        self.device = SimDevice(app_name.lower(), apps=bundle)
+        self.device.reset(self.task)
+        self.device.perform(Action("OPENAPP", app=app_name))
+        self.memory = EpisodeMemory(instruction=self.task.instruction)
+
+    def tap(self, label: str) -> None:
+        """Tap the element labelled ``label`` — the last one: a dialog's over the screen's."""
+        from devices.actions import CLICK, Action
+
+        node = [n for n in self.device.observe().nodes if n.label == label][-1]
+        x, y = node.center
+        self.do(Action(CLICK, x=x, y=y, element=label))
+
+    def do(self, action) -> None:
+        from agents import loop
+
+        target = loop.target_node(action, self.device.observe().nodes)
+        outcome = self.device.perform(action)
+        self.memory.history.append(loop.history_entry(
+            len(self.memory.history) + 1, action, "agent", outcome.changed, target))
+
+    def propose(self):
+        from agents.backends.heuristic import HeuristicBackend
+
+        return HeuristicBackend().propose(
+            self.memory.context(self.device.observe(), self.device.info.apps))
+
+    def done(self) -> bool:
+        return bool(self.device.check(self.task))

@@ -8,12 +8,7 @@ but whose go-ahead repeats the tapped label. The apps here are new; the rule is 
 """
 from __future__ import annotations
 
-from devices.actions import CLICK, Action
-from agents import loop
-from agents.backends.heuristic import HeuristicBackend
-from agents.episode import EpisodeMemory
-from devices.sim import SimDevice
-from tests.devices.sim_helpers import hand_built
+from tests.agents.screens import HandBuiltPhone
 
 PEDAL = """
 app: {id: pedal, name: Pedal, package: com.example.pedal, start: bike,
@@ -58,42 +53,22 @@ tasks:
 """
 
 
-class Phone:
-    def __init__(self, tmp_path, task_id: str) -> None:
-        bundle, suite = hand_built(tmp_path, PEDAL, SUITE)
-        self.task = suite.task(task_id)
-        self.device = SimDevice("pedal", apps=bundle)
-        self.device.reset(self.task)
-        self.device.perform(Action("OPENAPP", app="Pedal"))
-        self.memory = EpisodeMemory(instruction=self.task.instruction)
-
-    def tap(self, label: str) -> None:
-        nodes = self.device.observe().nodes
-        node = [n for n in nodes if n.label == label][-1]  # the dialog's, over the screen's
-        x, y = node.center
-        action = Action(CLICK, x=x, y=y, element=label)
-        target = loop.target_node(action, nodes)
-        outcome = self.device.perform(action)
-        self.memory.history.append(loop.history_entry(
-            len(self.memory.history) + 1, action, "agent", outcome.changed, target))
-
-    def propose(self):
-        return HeuristicBackend().propose(
-            self.memory.context(self.device.observe(), self.device.info.apps))
+def _phone(tmp_path, task_id: str) -> HandBuiltPhone:
+    return HandBuiltPhone(tmp_path, PEDAL, SUITE, task_id, "Pedal")
 
 
 def test_after_choosing_inside_its_own_dialog_the_agent_goes_ahead_not_cancels(tmp_path):
-    phone = Phone(tmp_path, "rent_3h")
+    phone = _phone(tmp_path, "rent_3h")
     phone.tap("Rent")
     phone.tap("3 hours")
     proposal = phone.propose()
     assert proposal.action is not None and proposal.action.element == "Rent", proposal.thought
     phone.tap("Rent")
-    assert phone.device.check(phone.task)
+    assert phone.done()
 
 
 def test_a_confirm_dialog_whose_go_ahead_repeats_the_tapped_label_is_the_taps_own(tmp_path):
-    phone = Phone(tmp_path, "join_plus")
+    phone = _phone(tmp_path, "join_plus")
     phone.tap("Join Plus")
     proposal = phone.propose()
     assert proposal.action is not None and proposal.action.element == "Join Plus", proposal.thought
@@ -102,14 +77,14 @@ def test_a_confirm_dialog_whose_go_ahead_repeats_the_tapped_label_is_the_taps_ow
 def test_a_choice_inside_the_dialog_comes_before_its_go_ahead(tmp_path):
     """Found on fresh5_apps: "borrow the midnight library for three weeks" went ahead in
     "Borrow …?" before choosing the lending period, at 4."""
-    phone = Phone(tmp_path, "rent_3h")
+    phone = _phone(tmp_path, "rent_3h")
     phone.tap("Rent")
     proposal = phone.propose()
     assert proposal.action is not None and proposal.action.element == "3 hours", proposal.thought
 
 
 def test_a_choice_inside_the_dialog_the_goal_does_not_make_is_not_made_alone(tmp_path):
-    phone = Phone(tmp_path, "rent_any")
+    phone = _phone(tmp_path, "rent_any")
     phone.tap("Rent")
     proposal = phone.propose()
     assert proposal.clarification is not None or proposal.confidence < 4, proposal.thought

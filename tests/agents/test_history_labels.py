@@ -7,12 +7,8 @@ runner-up, so the look-alike is a guess (2), not a clear match.
 """
 from __future__ import annotations
 
-from agents import loop
-from agents.backends.heuristic import HeuristicBackend
-from agents.episode import EpisodeMemory
-from devices.actions import CLICK, PRESS_BACK, Action
-from devices.sim import SimDevice
-from tests.devices.sim_helpers import hand_built
+from devices.actions import PRESS_BACK, Action
+from tests.agents.screens import HandBuiltPhone
 
 KITCHEN = """
 app: {id: kitchen, name: Kitchen, package: com.example.kitchen, start: recipes,
@@ -44,32 +40,10 @@ tasks:
 """
 
 
-def _phone(tmp_path):
-    bundle, suite = hand_built(tmp_path, KITCHEN, SUITE)
-    task = suite.task("dal")
-    device = SimDevice("kitchen", apps=bundle)
-    device.reset(task)
-    device.perform(Action("OPENAPP", app="Kitchen"))
-    return device, EpisodeMemory(instruction=task.instruction)
-
-
-def _do(device, memory, action):
-    nodes = device.observe().nodes
-    target = loop.target_node(action, nodes)
-    outcome = device.perform(action)
-    entry = loop.history_entry(len(memory.history) + 1, action, "agent", outcome.changed,
-                               target)
-    memory.history.append(entry)
-    return entry
-
-
 def test_the_look_alike_of_a_row_already_tapped_is_not_taken_for_it(tmp_path):
-    device, memory = _phone(tmp_path)
-    row = next(n for n in device.observe().nodes if n.label == "rld row"
-               or "Red Lentil Dal" == n.text)
-    x, y = row.center
-    _do(device, memory, Action(CLICK, x=x, y=y))
-    _do(device, memory, Action(PRESS_BACK))
-    proposal = HeuristicBackend().propose(memory.context(device.observe(), device.info.apps))
+    phone = HandBuiltPhone(tmp_path, KITCHEN, SUITE, "dal", "Kitchen")
+    phone.tap("rld row")  # the row has no text of its own: the history names it by id
+    phone.do(Action(PRESS_BACK))
+    proposal = phone.propose()
     assert not (proposal.action is not None and proposal.action.element == "Red Lentil Soup"
                 and proposal.confidence >= 4), proposal.thought
