@@ -216,7 +216,8 @@ class _AppReader:
         if "{" not in text and "}" not in text:
             return text
         compiled = self.template(text, where)
-        if "{" in _BRANCH_TOKEN_RE.sub("", compiled) or "}" in _BRANCH_TOKEN_RE.sub("", compiled):
+        rest = _BRANCH_TOKEN_RE.sub("", compiled)
+        if "{" in rest or "}" in rest:
             raise self.fail(where, "a conditional text's branch holds plain text, {var} and "
                             f"other conditionals only; a lone brace in '{text}'")
         return compiled
