@@ -384,8 +384,18 @@ class Bound:
         conjunct that breaks them stays out of the sum (which only weakens it)."""
         groups: dict[str, list[int]] = {}
         nodes = list(self.nav.acts)
+        app_ids = {node[0] for node in nodes} - {LAUNCHER}
         for i, slots in enumerate(writer_slots):
             apps = {node[0] for node, _ in slots}
+            if not slots:
+                # A conjunct no action makes true ("no coffee was ordered": ``unchanged``
+                # over a one-way count) is kept, not reached: false, it is a dead end (its
+                # distance is infinite everywhere, so it adds nothing wrong to a sum). It
+                # joins the group of the app its variables belong to; whether another
+                # app's actions can break it is the composite's relevance check.
+                apps = {name.split(".", 1)[0] for name in self.atoms[i].names}
+                if not apps <= app_ids:
+                    continue
             if len(apps) != 1:
                 continue
             app = next(iter(apps))
