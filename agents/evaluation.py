@@ -531,6 +531,7 @@ _SUITE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("intervention_precision", "IntPrec", "pct"),
     ("autonomy_recall", "AutoRec", "pct"),
     ("autonomy_precision", "AutoPrec", "pct"),
+    ("asked_share", "Asked", "pct"),
     ("re", "RE", "pct"),
     ("interventions_per_task", "int/task", "num"),
     ("clarifications_per_task", "clar/task", "num"),
@@ -605,7 +606,8 @@ def _dataset_table(result: dict[str, Any]) -> str:
                             ("intervention_recall", "IntRec"),
                             ("intervention_precision", "IntPrec"),
                             ("autonomy_recall", "AutoRec"),
-                            ("autonomy_precision", "AutoPrec"))
+                            ("autonomy_precision", "AutoPrec"),
+                            ("asked_share", "Asked"))
     ]
     toggle = result.get("toggle")
     if toggle:

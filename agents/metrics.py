@@ -48,14 +48,14 @@ from typing import Any, Iterable, Sequence
 # The CONTRACT key names, in the order `evaluate` prints them.
 STEP_METRIC_KEYS: tuple[str, ...] = (
     "type_acc", "sr", "hsr", "intervention_recall", "intervention_precision",
-    "autonomy_precision", "autonomy_recall",
+    "autonomy_precision", "autonomy_recall", "asked_share",
 )
 TASK_METRIC_KEYS: tuple[str, ...] = (
     "tsr", "re", "interventions_per_task", "clarifications_per_task", "steps_per_task", "tasks",
 )
 METRIC_KEYS: tuple[str, ...] = (
     "tasks", "tsr", "type_acc", "sr", "hsr", "intervention_recall", "intervention_precision",
-    "autonomy_precision", "autonomy_recall", "re", "interventions_per_task",
+    "autonomy_precision", "autonomy_recall", "asked_share", "re", "interventions_per_task",
     "clarifications_per_task", "steps_per_task",
 )
 
@@ -160,6 +160,9 @@ def step_metrics(steps: Iterable[Any]) -> dict[str, float | None]:
         "intervention_precision": ratio(c.caught, c.caught + c.interrupted),
         "autonomy_precision": ratio(c.autonomous, c.autonomous + c.missed),
         "autonomy_recall": ratio(c.autonomous, c.autonomous + c.interrupted),
+        # The share of judged steps a person was asked about: what autonomy costs in
+        # people's time (interventions per task also counts asks on unjudged steps).
+        "asked_share": ratio(c.caught + c.interrupted, c.total),
     }
 
 

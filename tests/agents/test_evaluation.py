@@ -178,6 +178,7 @@ def test_suite_result_has_the_contract_shape() -> None:
             "ece",  # CONTRACT "Additions (second build)"; null without a calibrator
             "ece_by_chance",  # what a perfect confidence could show on so few steps
             "dead_ends", "sensitive_steps", "sensitive_asked",
+            "asked_share",  # the share of judged steps a person was asked about
         }
         assert row["ece"] is None  # the stub episodes carry no calibrated P(right)
         assert row["ece_by_chance"] is None

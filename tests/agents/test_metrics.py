@@ -18,6 +18,8 @@ CONTRACT_KEYS = {
     "autonomy_precision", "autonomy_recall", "re", "interventions_per_task",
     "clarifications_per_task", "steps_per_task", "tasks",
 }
+# Beyond the contract: the share of judged steps asked about (issue 12's target).
+ADDED_KEYS = {"asked_share"}
 
 
 def labels(caught: int = 0, interrupted: int = 0, missed: int = 0, autonomous: int = 0
@@ -38,6 +40,8 @@ def test_hsr_family_matches_hand_counts() -> None:
     assert m["intervention_precision"] == pytest.approx(3 / 4)
     assert m["autonomy_recall"] == pytest.approx(4 / 5)  # paper AP = TP/(TP+FP)
     assert m["autonomy_precision"] == pytest.approx(4 / 6)
+    # The share of judged steps a person was asked about (issue 12's "≤ 50 % of steps").
+    assert m["asked_share"] == pytest.approx(4 / 10)
 
 
 def test_unjudged_steps_are_left_out_of_the_confusion_counts() -> None:
@@ -77,10 +81,11 @@ def test_every_step_asked_leaves_autonomy_precision_undefined() -> None:
 
 def test_empty_suite_gives_zero_tasks_null_rates_and_no_crash() -> None:
     m = summarize([])
-    assert set(m) == CONTRACT_KEYS
+    assert set(m) == CONTRACT_KEYS | ADDED_KEYS
     assert m["tasks"] == 0
     for key in ("tsr", "type_acc", "sr", "hsr", "intervention_recall",
-                "intervention_precision", "autonomy_precision", "autonomy_recall", "re"):
+                "intervention_precision", "autonomy_precision", "autonomy_recall", "re",
+                "asked_share"):
         assert m[key] is None, key
     assert m["interventions_per_task"] == m["clarifications_per_task"] == 0.0
     assert m["steps_per_task"] == 0.0
@@ -90,7 +95,7 @@ def test_empty_suite_gives_zero_tasks_null_rates_and_no_crash() -> None:
 def test_summarize_uses_exactly_the_contract_keys_in_order() -> None:
     task = TaskRecord("t", True, 2, labels=tuple(labels(autonomous=2)))
     assert tuple(summarize([task])) == METRIC_KEYS
-    assert set(METRIC_KEYS) == CONTRACT_KEYS
+    assert set(METRIC_KEYS) == CONTRACT_KEYS | ADDED_KEYS
 
 
 def test_task_metrics_on_a_small_suite() -> None:
