@@ -1143,8 +1143,11 @@ def resolve_with_oracle(ticket: Ticket, user: Any) -> Ticket:
     if ticket.step is None or ticket.step.status != StepStatus.WAITING:
         return resolve_ticket(ticket, user, Decision.ABORT)
     choices = client.oracle_next(name, task.suite, task.suite_task)
-    action = choices[0] if choices else Action(IMPOSSIBLE)
-    return resolve_ticket(ticket, user, Decision.EDIT, action=action.to_json())
+    if not choices:
+        # A dead end: no path to success is left (something the agent did cannot be
+        # undone). A person would stop here, as evaluate's simulated operator does.
+        return resolve_ticket(ticket, user, Decision.ABORT)
+    return resolve_ticket(ticket, user, Decision.EDIT, action=choices[0].to_json())
 
 
 # --- clarification escalation ---------------------------------------------------------

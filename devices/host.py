@@ -200,8 +200,13 @@ class DeviceHost:
             if op == "check":
                 return bool(device.check(self._suite_task(args["suite"], args["task"])))
             if op == "oracle_next":
+                from devices.sim.oracle import NoPathError
+
                 oracle = self._oracle(device, args["suite"], args["task"])
-                return [a.to_json() for a in oracle.next_actions(device.snapshot())]
+                try:
+                    return [a.to_json() for a in oracle.next_actions(device.snapshot())]
+                except NoPathError:
+                    return []  # a dead end: no action leads to success from here
             if op == "oracle_judge":
                 oracle = self._oracle(device, args["suite"], args["task"])
                 action = validate_action(args["action"], (device.info.width, device.info.height))
@@ -245,10 +250,12 @@ def attach_journal(host: DeviceHost, directory: Any) -> list[str]:
     return host.journal.restore(host)
 
 
-def build_sim_host(names: list[str]) -> DeviceHost:
+def build_sim_host(names: list[str], apps: Any = None) -> DeviceHost:
+    """Simulated phones with the bundled apps, or with ``apps`` (a suite's bundle: the
+    bundled apps and the suite's own)."""
     from devices.sim import SimDevice
 
-    return DeviceHost({name: SimDevice(name) for name in names})
+    return DeviceHost({name: SimDevice(name, apps=apps) for name in names})
 
 
 # --- clients -------------------------------------------------------------------------

@@ -120,3 +120,32 @@ def test_the_budget_setting_is_the_default(quiz_suite, tmp_path, settings):
                  "--thresholds", "0", "--json", str(out), stdout=StringIO())
     [row] = json.loads(out.read_text())["results"]
     assert row["dead_ends"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_task_with_the_oracle_operator_aborts_at_a_dead_end_instead_of_crashing(quiz_suite):
+    """Found on fresh11_errands (2026-11-25): once the agent had driven a phone where no
+    path leads to success, `run_task --operator oracle` stopped with a DeviceError
+    traceback when asked the next step. The simulated operator now does what evaluate's
+    does, and what a person would: nothing can be done, so it aborts the task."""
+    out = StringIO()
+    call_command("run_task", "--suite", str(quiz_suite), "--task", "right_answer",
+                 "--backend", "test-guesser", "--threshold", "4", "--operator", "oracle",
+                 "--json", stdout=out)
+    result = json.loads(out.getvalue())
+    assert result["status"] == "aborted" and result["success"] is not True
+    assert result["interventions"] == 1
+    assert [a["element"] for a in result["actions"]] == ["Answer B"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_run_task_on_a_suite_with_its_own_app_puts_that_app_on_the_phone():
+    """Found the same day: `run_task --suite home --task unlock_front_door --operator
+    oracle` failed after one step — the simulated phone had only the bundled apps, so the
+    Home app the suite brings was not there to open, and the oracle found no path."""
+    out = StringIO()
+    call_command("run_task", "--suite", "home", "--task", "unlock_front_door",
+                 "--threshold", "4", "--operator", "oracle", "--json", stdout=out)
+    result = json.loads(out.getvalue())
+    assert result["status"] == "succeeded" and result["success"] is True
+    assert "Home" in (result["actions"][0].get("app"), result["actions"][0].get("element"))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
@@ -40,10 +41,11 @@ class Command(BaseCommand):
             raise CommandError("--suite and --task go together")
         if not suite_name and not instruction:
             raise CommandError("give an instruction, or --suite and --task")
-        suite_task = None
+        suite_task = suite = None
         if suite_name:
             try:
-                suite_task = find_suite(suite_name).task(task_id)
+                suite = find_suite(suite_name)
+                suite_task = suite.task(task_id)
             except (SimLoadError, KeyError, LookupError) as exc:
                 raise CommandError(str(exc).strip("'\"")) from None
             instruction = suite_task.instruction
@@ -51,7 +53,7 @@ class Command(BaseCommand):
             raise CommandError("--operator oracle needs --suite and --task")
 
         call_command("migrate", verbosity=0, interactive=False)
-        host = self._host(opts["device"], suite_task is not None)
+        host = self._host(opts["device"], suite)
         previous_client = set_device_client(LocalDeviceClient(host))
         pending: deque[tuple[str, int]] = deque()
         previous_scheduler = services.set_step_scheduler(
@@ -68,12 +70,14 @@ class Command(BaseCommand):
                     device.close()
         self._report(task, task_id, opts["json"])
 
-    def _host(self, name: str, simulated: bool) -> DeviceHost:
-        """An adb phone when the adb server has one with that serial, else a simulated one."""
+    def _host(self, name: str, suite: Any) -> DeviceHost:
+        """A simulated phone with the suite's apps for a suite task; else an adb phone when
+        the adb server has one with that serial, else a simulated one."""
         from django.conf import settings
 
-        if simulated:
-            return build_sim_host([name])
+        if suite is not None:
+            # The suite's own apps (home, bank, a fresh app …) are not on the demo phones.
+            return build_sim_host([name], apps=suite.bundle)
         from devices.adb.driver import AdbDevice, adb_client, attached_phones
 
         where = f"{settings.KAIROS_ADB_HOST}:{settings.ANDROID_ADB_SERVER_PORT}"
