@@ -270,12 +270,24 @@ def _asks_its_verb(label: str, dialog: list[UINode], target: UINode | None) -> b
         _norm(question).split()[:1] == first for question in _questions(dialog, target))
 
 
+# First words of a button that leaves things as they are ("Keep autopay", "Stay signed in",
+# "No, go back"): beside one, a go-ahead that starts like a dismissal ("Cancel autopay",
+# "Close line and get PIN") is the action, not the way out.
+_STATUS_QUO = ("keep", "stay", "no", "not now", "never mind", "go back")
+
+
 def _other_way_out(dialog: list[UINode], target: UINode | None,
                    dismissals: Iterable[str]) -> bool:
-    """Another button of the dialog is a plain dismissal ("Keep it", "Not now")."""
+    """Another button of the dialog is a plain dismissal ("Keep it", "Not now") or keeps
+    what the question is about ("Keep autopay" beside "Cancel autopay")."""
     plain = {_norm(phrase) for phrase in dismissals}
-    return any(node is not target and node.clickable and _norm(f"{node.text} {node.content_desc}")
-               in plain for node in dialog)
+    for node in dialog:
+        if node is target or not node.clickable:
+            continue
+        label = _norm(f"{node.text} {node.content_desc}")
+        if label in plain or any(label.startswith(_norm(word)) for word in _STATUS_QUO):
+            return True
+    return False
 
 
 # Words a question adds around the action it names ("Cancel *this* refill?").
