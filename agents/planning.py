@@ -128,7 +128,8 @@ ACTION_VERBS: frozenset[str] = frozenset(
     archive block unblock cancel pay rate follow unfollow download remind
     lock unlock approve decline accept reject reveal extend renew refill reorder freeze
     unfreeze subscribe unsubscribe join invite schedule reschedule edit upload attach
-    dismiss snooze reserve rent email""".split()
+    dismiss snooze reserve rent email transfer sell resell refund upgrade downgrade redeem
+    withdraw donate leave""".split()
 )
 
 # Single quotes only around words: the apostrophes of "it's" and "o'clock" quote nothing.
