@@ -37,6 +37,18 @@ def _halves(task):
         for app in apps]
 
 
+def _replayed(suite, task, oracle, path) -> SimDevice:
+    """A phone that replayed ``path`` from the task's start, every action judged right on
+    the way and the task's success reached at the end."""
+    phone = SimDevice("errand", apps=suite.bundle)
+    phone.reset(task)
+    for action in path:
+        assert oracle.judge(phone.snapshot(), action), action
+        phone.perform(action)
+    assert phone.check(task)
+    return phone
+
+
 @pytest.mark.parametrize("task_id", TASKS)
 def test_the_errand_path_is_valid_and_as_short_as_its_two_halves(suite, task_id):
     task = suite.task(task_id)
@@ -45,12 +57,7 @@ def test_the_errand_path_is_valid_and_as_short_as_its_two_halves(suite, task_id)
     path = oracle.shortest_path()
     assert 11 <= len(path) <= 16
     # Valid: replayed on a phone, the path reaches the success state.
-    phone = SimDevice("errand", apps=suite.bundle)
-    phone.reset(task)
-    for action in path:
-        assert oracle.judge(phone.snapshot(), action), action
-        phone.perform(action)
-    assert phone.check(task)
+    phone = _replayed(suite, task, oracle, path)
     assert oracle.judge(phone.snapshot(), Action("COMPLETE"))
     # Optimal: the halves touch disjoint apps, so the errand costs exactly their sum; each
     # half is solved by plain breadth-first search (no bound), which is exact by design.
@@ -146,12 +153,7 @@ def test_an_errand_that_must_leave_a_one_way_app_alone_is_still_solved_part_by_p
     # The same distance as a search of the whole state space, and a valid path.
     whole = _Search(world, task, 30, 1_000_000, composite=False)
     assert len(path) == whole.solve(oracle._state(None))[0] == 14
-    phone = SimDevice("errand", apps=suite.bundle)
-    phone.reset(task)
-    for action in path:
-        assert oracle.judge(phone.snapshot(), action), action
-        phone.perform(action)
-    assert phone.check(task)
+    phone = _replayed(suite, task, oracle, path)
     # A coffee order on the way is a dead end, judged as the whole search judges it.
     phone.reset(task)
     assert not oracle.judge(phone.snapshot(), Action("OPENAPP", app="Coffee"))
