@@ -236,12 +236,23 @@ def _questions(nodes: list[UINode], target: UINode | None) -> list[str]:
             if node is not target and node.text.strip().endswith("?")]
 
 
+# An app asking for a permission of the phone ("Allow Maps to access this device's
+# location?"): the same privacy choice as the system's prompt, not someone else let in.
+_PERMISSION_RE = re.compile(
+    r"\b(?:this device|your device|location|camera|microphone|notifications|contacts"
+    r"|photos and media|storage|nearby devices)\b", re.IGNORECASE)
+
+
 def _question_of(dialog: list[UINode], target: UINode) -> str | None:
-    """The question an app's own dialog asks ("Turn off lost mode?"), or None (none, or
-    the system's permission prompt, a privacy choice the backends already send on)."""
+    """The question an app's own dialog asks ("Turn off lost mode?"), or None (none, or a
+    permission prompt — the system's or the app's own —, a privacy choice the backends
+    already send on)."""
     if "permissioncontroller" in dialog[0].package:
         return None
-    return next(iter(_questions(dialog, target)), None)
+    question = next(iter(_questions(dialog, target)), None)
+    if question and question.lower().startswith("allow ") and _PERMISSION_RE.search(question):
+        return None
+    return question
 
 
 def _is_dismissal(label: str, dismissals: Iterable[str], dialog: list[UINode] | None = None,
