@@ -1277,11 +1277,12 @@ class HeuristicBackend:
         direction = "UP"
         if last is not None and last.action.get("type") == SCROLL and not last.screen_changed:
             direction = "DOWN" if last.action.get("direction") == "UP" else "UP"
-        # Scrolling is a search, never a sure step: the first scroll down a list of the
-        # kind sought was right 25 times in 54 on the development apps (fresh6–8
-        # included), any other scroll about one time in four. Reversing direction is a
-        # guess about where the list ends.
-        confidence = 3.0 if sure and direction == "UP" and not _scrolled_in_vain(ctx) else 2.0
+        # Reversing direction is a guess about where the list ends: never sure. (A first
+        # scroll at 4 was right only 25 times in 54 on the development apps, but claiming
+        # 3 made the calibrated gate ask more on the bundled apps, where such scrolls are
+        # right, and the heuristic alone no better on new ones: measured 2026-11-25,
+        # docs/evaluation.md.)
+        confidence = 4.0 if sure and direction == "UP" and not _scrolled_in_vain(ctx) else 3.0
         return _Choice(Action(SCROLL, direction=direction), confidence, why + f" Scrolling {direction}.")
 
     def _best_unused(
