@@ -1287,7 +1287,7 @@ class HeuristicBackend:
 
     def _best_unused(
         self, intent: Intent, view: ScreenView, ctx: StepContext, *, exclude_text: str = "",
-        editable_ok: bool = True, navigating: bool = False,
+        editable_ok: bool = True, navigating: bool = False, floor: float = 0.3,
     ) -> tuple[UINode, float, float] | None:
         query = intent.target
         if exclude_text:
@@ -1331,7 +1331,7 @@ class HeuristicBackend:
                 if target and target <= words:
                     s.keyword = max(s.keyword, 0.75)
         ranked = _distinct(sorted(scores, key=lambda s: -s.total), view.nodes)
-        if not ranked or ranked[0].total < 0.3:
+        if not ranked or ranked[0].total < floor:
             return None
         second = ranked[1].total if len(ranked) > 1 else 0.0
         return ranked[0].node, ranked[0].total, max(second, tapped_best)
@@ -1378,8 +1378,40 @@ class HeuristicBackend:
         if success:
             return _Choice(Action(COMPLETE), 3.0,
                            f"The screen says '{success.group(0)}'; the goal looks reached.")
+        weak = self._best_unused(intent, view, ctx, exclude_text=intent.typed or "",
+                                 navigating=navigating, floor=0.1)
+        if weak is not None and not _back_is_the_way(ctx) and not _named_elsewhere(
+                _display_label(weak[0], view.nodes), intent, ctx):
+            node, score, second = weak
+            label = _display_label(node, view.nodes)
+            x, y = node.center
+            choice = _Choice(Action(CLICK, x=x, y=y, element=label or None), 1.0,
+                             f"Nothing on this screen matches '{intent.target}' well; "
+                             f"'{label}' is the closest (score {score:.2f}).", [node.key])
+            choice.evidence["weak"] = True
+            return choice.matched(score, second)
         return _Choice(Action(PRESS_BACK), 1.0,
                        f"Nothing on this screen matches '{intent.target}'.")
+
+
+def _named_elsewhere(label: str, intent: Intent, ctx: StepContext) -> bool:
+    """Another sub-goal of the goal names ``label`` better than this one does ("Sort:
+    lowest price" while the step is "add the cheapest pair to the cart"): it belongs to
+    that step — done, or still to come — not to this one."""
+    words = set(tokens(label))
+    if not words:
+        return False
+    here = len(words & set(tokens(intent.text)))
+    return any(len(words & set(tokens(part))) > here
+               for part in split_goal(ctx.goal) if part != intent.text)
+
+
+def _back_is_the_way(ctx: StepContext) -> bool:
+    """The agent's own last tap led here and changed the screen: a screen it chose that
+    holds nothing of the goal is a wrong turn, and back is the way."""
+    last = ctx.history[-1] if ctx.history else None
+    return last is not None and last.by == "agent" and last.screen_changed and \
+        last.action.get("type") == CLICK
 
 
 # --- evidence ----------------------------------------------------------------------
