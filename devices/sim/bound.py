@@ -42,28 +42,15 @@ def conjuncts(predicate: expr_mod.Expr) -> list[expr_mod.Expr]:
     """The top-level ``and`` parts of a predicate (the whole predicate when it has a
     top-level ``or``, since ``and`` binds tighter)."""
     source = predicate.source
-    depth, start, pos = 0, 0, 0
+    words = expr_mod.top_level_words(source)
+    if words is None or any(word == "or" for word, _, _ in words):
+        return [predicate]
+    start = 0
     parts: list[tuple[int, int]] = []
-    while pos < len(source):
-        if source[pos:].strip() == "":
-            break
-        match = expr_mod._TOKEN_RE.match(source, pos)
-        if not match or match.end() == pos:
-            return [predicate]
-        token_start = match.start() + (len(match.group(0)) - len(match.group(0).lstrip()))
-        text = match.group(0).strip()
-        pos = match.end()
-        if text == "(":
-            depth += 1
-        elif text == ")":
-            depth -= 1
-        elif depth == 0 and match.group("name") is not None:
-            low = text.lower()
-            if low == "or":
-                return [predicate]
-            if low == "and":
-                parts.append((start, token_start))
-                start = pos
+    for word, at, after in words:
+        if word == "and":
+            parts.append((start, at))
+            start = after
     parts.append((start, len(source)))
     out: list[expr_mod.Expr] = []
     for a, b in parts:

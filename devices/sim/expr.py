@@ -39,6 +39,34 @@ _TOKEN_RE = re.compile(
     )""",
     re.VERBOSE,
 )
+
+
+def top_level_words(source: str) -> list[tuple[str, int, int]] | None:
+    """The keywords (``and``, ``or``, ``not`` …) outside every parenthesis of a predicate,
+    with where each starts and where the text after it starts; None when the source does
+    not tokenize (the parser will say why)."""
+    depth, pos, out = 0, 0, []
+    while pos < len(source) and source[pos:].strip():
+        match = _TOKEN_RE.match(source, pos)
+        if not match or match.end() == pos:
+            return None
+        text = match.group(0).strip()
+        start = match.end() - len(text)
+        pos = match.end()
+        if text == "(":
+            depth += 1
+        elif text == ")":
+            depth -= 1
+        elif depth == 0 and match.group("name") is not None:
+            out.append((text.lower(), start, pos))
+    return out
+
+
+def has_top_level_or(source: str) -> bool:
+    """An ``or`` outside every parenthesis: ``and`` binds tighter, so appending "and …"
+    to such a predicate needs parentheses around it."""
+    words = top_level_words(source)
+    return words is None or any(word == "or" for word, _, _ in words)
 _WORD_OPS = {"contains", "in"}
 _KEYWORDS = {"and", "or", "not", "true", "false", "null", "none"} | _WORD_OPS
 

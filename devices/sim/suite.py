@@ -294,7 +294,7 @@ def _with_unchanged(shown: str, where: str, spec: Any, success: expr_mod.Expr,
                          for name in kept)
     # Keep the task's own conjuncts at the top level (the oracle's bound reads them
     # one by one) unless its predicate has a top-level "or".
-    head = success.source if " or " not in f" {success.source.lower()} " else f"({success.source})"
+    head = f"({success.source})" if expr_mod.has_top_level_or(success.source) else success.source
     return f"{head} and {extra}"
 
 

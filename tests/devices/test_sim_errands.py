@@ -162,3 +162,18 @@ def test_an_errand_that_must_leave_a_one_way_app_alone_is_still_solved_part_by_p
         tap_text(phone, label)
     with pytest.raises(NoPathError):
         oracle.distance(phone.snapshot())
+
+
+def test_an_or_inside_parentheses_leaves_the_errand_split_by_app():
+    """Found by fresh13's author (2026-11-25): `unchanged` wrapped the whole predicate in
+    parentheses whenever " or " appeared anywhere in it, even inside parentheses, so the
+    errand could no longer be solved app by app (no path within 50,000 states)."""
+    from devices.sim.bound import conjuncts
+
+    suite = find_suite(str(ERRANDS.with_name("errands_unchanged.yaml")))
+    task = suite.task("buy_earbuds_then_text_either_words")
+    assert len(conjuncts(task.success)) > 7  # the task's own conjuncts stay on top
+    clear_cache()
+    oracle = Oracle(World(suite.bundle, task.perturbations), task)
+    assert oracle._search.composite is not None
+    _replayed(suite, task, oracle, oracle.shortest_path())
