@@ -201,9 +201,11 @@ class SensitivePolicy:
             echoed = _echoes_question(label, dialog, target)
             if echoed:
                 return Harm(CONFIRMATION, echoed, "dialog")
-            if label in self._go_ahead_labels:
-                # "Turn off lost mode?" → "Confirm": no word of harm, but the app itself
-                # stopped to ask; a neutral go-ahead answers its question for the user.
+            if label in self._go_ahead_labels or (_few_answers(dialog) and not target.checkable):
+                # "Turn off lost mode?" → "Confirm", "Switch deliveries to Thursdays?" →
+                # "Change day": no word of harm, but the app itself stopped to ask; the
+                # button that goes ahead answers its question for the user. (A dialog of
+                # many buttons is a picker, and an option inside one only selects.)
                 asked = _question_of(dialog, target)
                 if asked:
                     return Harm(CONFIRMATION, asked, "dialog")
@@ -228,6 +230,12 @@ def _echoes_question(label: str, dialog: list[UINode], target: UINode) -> str | 
     words = set(label.split()) - {"yes", "ok", "the", "a", "to", "it", "allow", "deny"}
     return next((question for question in _questions(dialog, target)
                  if words & set(_norm(question).split())), None)
+
+
+def _few_answers(dialog: list[UINode]) -> bool:
+    """Two or three buttons: the answers to a question ("Change day" / "Back"), not a
+    list of options to pick from."""
+    return 2 <= sum(1 for node in dialog if node.clickable and not node.checkable) <= 3
 
 
 def _questions(nodes: list[UINode], target: UINode | None) -> list[str]:
