@@ -151,18 +151,6 @@ _APP_CATEGORIES: dict[str, frozenset[str]] = {
 }
 
 
-def _app_by_kind(words: str, apps: tuple[AppInfo, ...]) -> AppInfo | None:
-    """The one installed app the words' kind of request points to ("text" → the app that
-    describes itself with "message"), or None."""
-    goal_toks = set(tokens(words))
-    kinds = {category for category, members in _APP_CATEGORIES.items() if goal_toks & members}
-    if not kinds:
-        return None
-    fits = [app for app in apps
-            if kinds & set(tokens(f"{app.name} {app.description}"))]
-    return fits[0] if len(fits) == 1 else None
-
-
 def _app_match(words: str, apps: tuple[AppInfo, ...]) -> tuple[AppInfo | None, bool, float]:
     """The app ``words`` name (strongly, by name) or describe (weakly), its score.
 
@@ -628,8 +616,7 @@ class HeuristicBackend:
 
         status = [self._status(intent, view, ctx, visits) for intent in intents]
         current_index = _current_sub_goal(intents, status, _unvisited(intents, visits))
-        current_index = _finish_here_first(intents, status, current_index, view, visits,
-                                           _app_a_person_chose(ctx, view) is not None)
+        current_index = _finish_here_first(intents, status, current_index, view, visits)
         if current_index is None:
             # A form still open on screen (the Coffee order after tapping 'Latte') is
             # unfinished work whatever the history says: fill what the goal names, submit.
@@ -1014,8 +1001,6 @@ class HeuristicBackend:
                 return "likely"
             if last_type is not None or typed in field_texts:
                 return "typed"
-            if _sent_in_other_words(intent, view, history):
-                return "done"
             return "todo"
         if _setting_shows(intent, view):
             return "done"
@@ -1115,13 +1100,9 @@ class HeuristicBackend:
         if intent.app_named or intent.kind == "open_app":
             confidence = 5.0
         else:
-            # Guessed from descriptions: sure only when one app clearly fits better — and
-            # not while work is under way in the app on screen (a checkout half done):
-            # leaving it says that part is finished, which nothing here showed.
+            # Guessed from descriptions: sure only when one app clearly fits better.
             _, _, strength = _app_match(intent.text, tuple(ctx.apps))
             confidence = 4.0 if strength >= 0.3 else 2.0
-            if not view.launcher and _app_visits(ctx.history, tuple(ctx.apps)).acting_here:
-                confidence = min(confidence, 3.0)
         return _Choice(Action(OPENAPP, app=app.name), confidence,
                        f"The goal happens in '{app.name}', which is not in the foreground; opening it.")
 
@@ -1461,11 +1442,7 @@ def _inherit_apps(intents: list[Intent], ctx: StepContext) -> None:
     previous: Intent | None = None
     for intent in intents:
         if not intent.app_named and previous is not None and previous.app_named:
-            kind = _app_by_kind(intent.text, tuple(ctx.apps))
-            # "…, then text Mom": a step whose words say what kind of app it needs (text →
-            # a messaging app) happens there, not in the app the previous step named.
-            if kind is None or kind is previous.app:
-                intent.app, intent.app_named = previous.app, True
+            intent.app, intent.app_named = previous.app, True
         previous = intent
     for intent in intents:
         intent.plan_apps = frozenset(other.app.package for other in intents
@@ -1500,12 +1477,11 @@ def _current_sub_goal(intents: list[Intent], status: list[str],
 
 
 def _finish_here_first(intents: list[Intent], status: list[str], current: int | None,
-                       view: "ScreenView", visits: _Visits,
-                       person_opened: bool = False) -> int | None:
+                       view: "ScreenView", visits: _Visits) -> int | None:
     """An errand's part in the app on screen goes on before another app is opened, once
-    work in it has begun or a person opened the app for it (a person opened Messages: the
-    text comes first, then the ride) — one change of app instead of three."""
-    if current is None or not (visits.acting_here or person_opened):
+    work in it has begun (a person opened Messages and the conversation: the text comes
+    first, then the ride) — one change of app instead of three."""
+    if current is None or not visits.acting_here:
         return current
     app = intents[current].app
     if app is None or app.package == view.package:
@@ -1630,29 +1606,6 @@ def _list_of_kind(view: ScreenView, *, checkable: bool) -> bool:
             n.clickable or n.checkable)]
         if len(kind) >= 3:
             return True
-    return False
-
-
-def _sent_in_other_words(intent: Intent, view: ScreenView, history: list[HistoryEntry]) -> bool:
-    """A message step a person typed in words of their own ("I'll have the car until 2
-    tomorrow" for "text Mom that I'll have it until 2") and sent here: the screen says
-    "Sent" right after a tap on Send, with a TYPE since the phone came to this app, so the
-    step is done, not to be typed again."""
-    words = set(tokens(intent.text, keep_stopwords=True))
-    if not words & {"send", "text", "message", "tell", "reply", "say", "saying"}:
-        return False
-    if not _app_ok(intent, view) or "sent" not in _success_text(view).lower():
-        return False
-    if not history or history[-1].action.get("type") != CLICK or "send" not in str(
-            history[-1].action.get("element") or "").lower():
-        return False
-    # a TYPE since the phone last changed app: the message was written here
-    for entry in reversed(history[:-1]):
-        kind = entry.action.get("type")
-        if kind == TYPE:
-            return True
-        if kind in (OPENAPP, PRESS_HOME):
-            return False
     return False
 
 

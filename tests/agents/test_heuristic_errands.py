@@ -288,36 +288,3 @@ def test_after_its_own_wrong_turn_the_agent_still_goes_back() -> None:
     phone.tap("Inbox", by="agent")
     proposal = phone.propose()
     assert proposal.action is not None and proposal.action.type == "PRESS_BACK"
-
-
-def test_a_person_who_opens_the_other_parts_app_has_it_done_there_first() -> None:
-    """Found on fresh9_errands (development material since 2026-11-25's fifth session):
-    "keep tomorrow's wheelo car an extra hour, then text Mom …" — the text step took the
-    app the previous step named (Wheelo), so after a person opened Messages the agent
-    asked at every step to go back to Wheelo. "text" says what kind of app the step needs;
-    a person who opened it wants that part done first; and a message they wrote in words
-    of their own and sent is a finished part."""
-    phone = Phone("fresh9_errands", "fe9_extend_then_text_mom")
-    phone.tap("Messages")  # a person opens Messages from the home screen
-    proposal = phone.propose()
-    assert proposal.action is not None and proposal.action.element == "Mom"
-    phone.tap("Mom")
-    phone.tap("Text message")
-    phone.do(Action(TYPE, text="I'll have the car until 2 tomorrow"))
-    phone.tap("Send")
-    proposal = phone.propose()
-    assert proposal.action is not None and (proposal.action.type, proposal.action.app) == (
-        OPENAPP, "Wheelo")
-
-
-def test_leaving_an_app_mid_checkout_for_a_guessed_app_is_not_sure() -> None:
-    # The delivery chosen on a checkout page is not a finished purchase: opening Messages
-    # for the errand's other part from here is at most a guess.
-    phone = Phone("fresh10_errands", "fe10_buy_bike_text_jordan")
-    phone.do(Action(OPENAPP, app="Tradepost"))
-    phone.tap("Cannondale CAAD10 road bike, 54 cm")
-    phone.tap("Buy now")
-    phone.tap("Have it shipped - $25")
-    proposal = phone.propose()
-    if proposal.action is not None and proposal.action.type == OPENAPP:
-        assert proposal.confidence is not None and proposal.confidence < GAMMA
