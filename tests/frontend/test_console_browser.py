@@ -353,11 +353,13 @@ CONTRAST_JS = """(group) => {
 def test_key_actions_are_drawn_as_legible_labelled_badges(
         login, kairos_server, operator_token, task_factory):
     """Issue 15, item 3: PRESS_BACK, HOME, ENTER, WAIT, COMPLETE… were white text on a
-    light screen. The agent proposes PRESS_BACK here (nothing named 'Flurb' in Coffee)."""
+    light screen. The agent proposes PRESS_BACK here: its own tap on Timer led to a screen
+    with nothing named 'Flurb' (where nothing matches on an app's first screen, it
+    proposes the closest entry instead)."""
     page = login("operator")
     page.goto(kairos_server.url + "/console/")
     status, task = kairos_server.api("POST", "/api/tasks", operator_token, {
-        "instruction": f"Open Coffee and tap Flurb [{uuid.uuid4().hex[:6]}]",
+        "instruction": f"Open Clock, tap Timer, then tap Flurb [{uuid.uuid4().hex[:6]}]",
         "device": "sim-2", "threshold": 4})
     assert status == 201, task
     try:
@@ -389,7 +391,7 @@ def test_key_actions_are_drawn_as_legible_labelled_badges(
         page.get_by_role("button", name="Abort", exact=True).click()
         expect(page.locator("#task-status")).to_have_text("waiting operator")
         assert asked and "Abort" in asked[0]
-        page.once("dialog", lambda d: d.accept("There is no 'Flurb' in Coffee."))
+        page.once("dialog", lambda d: d.accept("There is no 'Flurb' in Clock."))
         page.get_by_role("button", name="Abort", exact=True).click()
         expect(page).to_have_url(kairos_server.url + "/console/")
         _, detail = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
@@ -397,9 +399,9 @@ def test_key_actions_are_drawn_as_legible_labelled_badges(
         # The task's page says who stopped it and why.
         page.goto(f"{kairos_server.url}/tasks/{task['id']}/")
         expect(page.locator("#task-now")).to_have_text(
-            "You stopped this task. Reason: There is no 'Flurb' in Coffee.")
+            "You stopped this task. Reason: There is no 'Flurb' in Clock.")
         expect(page.locator("#chat li.from-system").last).to_contain_text(
-            "Reason: There is no 'Flurb' in Coffee.")
+            "Reason: There is no 'Flurb' in Clock.")
     finally:
         kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
 
