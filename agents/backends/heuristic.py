@@ -1338,8 +1338,11 @@ class HeuristicBackend:
 
     def _click_best(self, intent: Intent, view: ScreenView, ctx: StepContext,
                     navigating: bool = False) -> _Choice:
-        best = self._best_unused(intent, view, ctx, exclude_text=intent.typed or "",
-                                 navigating=navigating)
+        # One scoring pass: a match of 0.3 or more is the element the step names; a
+        # weaker one is only the closest guess, kept for when nothing else fits.
+        closest = self._best_unused(intent, view, ctx, exclude_text=intent.typed or "",
+                                    navigating=navigating, floor=0.1)
+        best = closest if closest is not None and closest[1] >= 0.3 else None
         if navigating and intent.kind == "toggle" and view.scrollables and (
             best is None or best[1] < 0.6
         ):
@@ -1378,11 +1381,9 @@ class HeuristicBackend:
         if success:
             return _Choice(Action(COMPLETE), 3.0,
                            f"The screen says '{success.group(0)}'; the goal looks reached.")
-        weak = self._best_unused(intent, view, ctx, exclude_text=intent.typed or "",
-                                 navigating=navigating, floor=0.1)
-        if weak is not None and not _back_is_the_way(ctx) and not _named_elsewhere(
-                _display_label(weak[0], view.nodes), intent, ctx):
-            node, score, second = weak
+        if closest is not None and not _back_is_the_way(ctx) and not _named_elsewhere(
+                _display_label(closest[0], view.nodes), intent, ctx):
+            node, score, second = closest
             label = _display_label(node, view.nodes)
             x, y = node.center
             # Claimed at 2: on the development suites such guesses were right 30 % of

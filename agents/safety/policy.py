@@ -292,7 +292,8 @@ def _asks_its_verb(label: str, dialog: list[UINode], target: UINode | None) -> b
 # First words of a button that leaves things as they are ("Keep autopay", "Stay signed in",
 # "No, go back"): beside one, a go-ahead that starts like a dismissal ("Cancel autopay",
 # "Close line and get PIN") is the action, not the way out.
-_STATUS_QUO = ("keep", "stay", "no", "not now", "never mind", "go back")
+_STATUS_QUO = tuple(_norm(word) for word in ("keep", "stay", "no", "not now", "never mind",
+                                             "go back"))
 
 
 def _other_way_out(dialog: list[UINode], target: UINode | None,
@@ -304,7 +305,7 @@ def _other_way_out(dialog: list[UINode], target: UINode | None,
         if node is target or not node.clickable:
             continue
         label = _norm(f"{node.text} {node.content_desc}")
-        if label in plain or any(label.startswith(_norm(word)) for word in _STATUS_QUO):
+        if label in plain or label.startswith(_STATUS_QUO):
             return True
     return False
 
