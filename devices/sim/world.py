@@ -1120,10 +1120,7 @@ class _Work:
         """``add``: a literal amount, or (``{var: name}``) the number another variable holds
         now; when it holds no number (true/false, text that is not a number) nothing
         changes."""
-        if eff.source is None:
-            self.set(eff.target, (self.get(eff.target) or 0) + eff.value)
-            return
-        amount = number_value(self.get(eff.source))
+        amount = eff.value if eff.source is None else number_value(self.get(eff.source))
         if amount is not None:
             self.set(eff.target, (self.get(eff.target) or 0) + amount)
 
