@@ -33,6 +33,7 @@ from agents.backends.base import (
     Clarification, HistoryEntry, Proposal, StepContext, clamp_confidence,
 )
 from agents.backends.evidence import app_mention, context_evidence
+from agents.backends.steppers import find_steppers, stepper_move, stepper_target
 from agents.planning import split_goal, without_politeness
 from agents.recommend import (
     NodeScore, is_candidate, is_editable, is_tappable, node_label, normalise_text, owner_of, recommend,
@@ -311,6 +312,9 @@ class ScreenView:
     editables: list[UINode] = field(default_factory=list)
     scrollables: list[UINode] = field(default_factory=list)
     launcher: bool = False
+    # The − / + buttons of steppers that already show the number the goal wants: not
+    # to be tapped again on the way to the form's button (``HeuristicBackend._stepper``).
+    settled: set[str] = field(default_factory=set)
 
     @property
     def text(self) -> str:
@@ -603,6 +607,9 @@ class HeuristicBackend:
             signing_in = self._sign_in(view, ctx)
             if signing_in is not None:
                 return done(signing_in, "sign in")
+            stepping = self._stepper(view, ctx)
+            if stepping is not None:
+                return done(stepping, "set the number the goal says")
             shopping = self._purchase_step(intents, view, ctx)
             if shopping is not None:
                 return done(shopping, "go on with the purchase")
@@ -890,6 +897,37 @@ class HeuristicBackend:
         return None
 
     # -- forms --
+
+    def _stepper(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
+        """Tap − or + on a stepper until it shows the number the goal gives for it
+        ("set it to 8 servings", "cap her at 3 GB", "an extra hour"); a stepper already
+        there joins ``view.settled`` so no later rule taps it again.
+
+        Claimed at 3: the number was said beside the stepper's words or unit
+        (agents/backends/steppers.py)."""
+        if view.overlay:
+            return None
+        steppers = find_steppers(view.nodes)
+        if not steppers:
+            return None
+        text = ctx.goal
+        typed = extract_text(ctx.instruction)
+        if typed:
+            text = text.replace(typed, " ")  # a number inside a message is not a setting
+        pressed = _history_labels(ctx.history)
+        for stepper in steppers:
+            wanted = stepper_target(text, stepper.label)
+            if wanted is None:
+                continue
+            button = stepper_move(stepper, wanted, pressed)
+            if button is None:
+                view.settled |= stepper.keys
+                continue
+            x, y = button.center
+            return _Choice(Action(CLICK, x=x, y=y, element=button.label or None), 3.0,
+                           f"'{stepper.label}' shows {stepper.value:g}; the goal wants "
+                           f"{wanted:g}.", [button.key])
+        return None
 
     def _fill_form(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
         """Enter the values the instruction gives into the fields made for them.
@@ -1305,7 +1343,7 @@ class HeuristicBackend:
             return bool(names & clicked)
         candidates = [
             s for s in score_nodes(view.nodes, query)
-            if s.node.key not in ctx.excluded_elements
+            if s.node.key not in ctx.excluded_elements and s.node.key not in view.settled
             and (editable_ok or not is_editable(s.node))
             and not (is_editable(s.node) and not _field_is_empty(s.node))  # typed already
             and not (s.node.checkable and s.node.checked and "Radio" in s.node.cls)

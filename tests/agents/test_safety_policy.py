@@ -534,7 +534,9 @@ def test_the_heuristic_goes_ahead_in_the_confirmation_its_own_tap_opened(phone):
                                           ("fresh10_apps", 14), ("fresh10_errands", 8),
                                           ("fresh11_apps", 11), ("fresh11_errands", 8),
                                           ("fresh12_apps", 13), ("fresh12_errands", 8),
-                                          ("fresh13_apps", 14), ("fresh13_errands", 9)])
+                                          ("fresh13_apps", 14), ("fresh13_errands", 9),
+                                          ("fresh14_apps", 12), ("fresh14_errands", 8),
+                                          ("fresh15_apps", 10), ("fresh15_errands", 7)])
 def test_every_marked_sensitive_step_asks_at_every_gamma(suite, marked):
     # The oracle backend proposes the right action with confidence 5: only the policy
     # can make it ask.
