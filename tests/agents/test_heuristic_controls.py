@@ -1,5 +1,9 @@
-"""Steppers (a number with − / + buttons): the heuristic sets them to the number the goal
-says, and leaves alone the ones whose number it does not say.
+"""Controls every new app has and the heuristic had no rule for, on hand-built apps.
+
+Steppers (a number with − / + buttons): the heuristic sets them to the number the goal
+says, and leaves alone the ones whose number it does not say. A request and its
+confirmation ("Stop parking", then "Stop"): the goal is done, not a wrong turn to back
+out of.
 
 Every author of the held-out suites drew steppers (servings, bags, guests, a charge limit,
 minutes before a vault locks) and the heuristic had no rule for them: it pressed back, or
@@ -149,3 +153,58 @@ def test_the_goals_number_for_a_stepper(goal, label, wanted) -> None:
 ])
 def test_numbers_that_are_not_the_steppers_are_left(goal, label) -> None:
     assert stepper_target(goal, label) is None
+
+
+# -- a request and its confirmation --------------------------------------------------
+
+# A parking app: "Stop parking" asks "Stop this session?" with Keep parking / Stop; the
+# session screen then says nothing of the goal's words.
+PARKING_APP = """
+app: {id: parky, name: Parky, package: com.test.parky, description: Pay for street parking}
+state: {active: true}
+screens:
+  home:
+    title: Parky
+    elements:
+      - {kind: row, id: session_row, text: Zone 2140, subtitle: "Until 6:00 PM", on_tap: {go: session}}
+  session:
+    title: Zone 2140
+    elements:
+      - {kind: text, id: zone_text, text: "Plate KRX 482"}
+      - {kind: button, id: stop_button, text: Stop parking, visible: active, on_tap: {open: stop_confirm}}
+      - {kind: text, id: ended_text, text: "Session ended at 4:12 PM", visible: not active}
+      - {kind: button, id: receipt_button, text: Email receipt}
+dialogs:
+  stop_confirm:
+    title: Stop this session?
+    text: You will be charged until now.
+    buttons:
+      - {text: Keep parking}
+      - {text: Stop, id: stop_confirm_button, on_tap: {set: {active: false}}}
+"""
+
+PARKING_SUITE = """
+suite: parky
+tasks:
+  - id: done_parking
+    instruction: I'm done parking, stop charging me
+    success: not parky.active
+"""
+
+
+def test_after_a_request_and_its_confirmation_the_goal_is_done(tmp_path) -> None:
+    bundle, suite = hand_built(tmp_path, PARKING_APP, PARKING_SUITE)
+    task = suite.task("done_parking")
+    device = SimDevice("parky", apps=bundle)
+    device.reset(task)
+    memory = EpisodeMemory(instruction=task.instruction)
+    for label in ("Parky", "Zone 2140", "Stop parking", "Stop"):
+        node = next(n for n in device.observe().nodes if n.label == label)
+        action = Action(CLICK, x=node.center[0], y=node.center[1], element=label)
+        outcome = device.perform(action)
+        memory.history.append(loop.history_entry(len(memory.history) + 1, action, "agent",
+                                                 outcome.changed, node))
+    assert device.check(task)
+    proposal = backend.propose(memory.context(device.observe(), device.info.apps))
+    # it pressed back here before: nothing on the screen names "stop charging"
+    assert proposal.action is not None and proposal.action.type == COMPLETE
