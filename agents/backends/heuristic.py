@@ -55,7 +55,12 @@ _TURN = r"(?:t(?:ur|ru)n|switch|toggle|set|put)"
 _TOGGLE_PATTERNS: tuple[tuple[re.Pattern[str], int, int], ...] = (
     # (pattern, group of the on/off word, group of the target)
     (re.compile(rf"\b{_TURN}\s+(on|off|of)\s+(?:the\s+)?(.+)", re.I), 1, 2),  # "turn of": a typo
-    (re.compile(rf"\b{_TURN}\s+(?:the\s+)?(.+?)\s+(on|off)\b", re.I), 2, 1),
+    (re.compile(rf"\b(?!put\b){_TURN}\s+(?:the\s+)?(.+?)\s+(on|off)\b", re.I), 2, 1),
+    # "put the wifi on", but "put 20 bucks on mila's lunch card" puts an amount somewhere
+    # and "put him on her pickup list" a person on a list
+    (re.compile(r"\bput\s+(?:the\s+)?(?!\$\d|\d[\d.,]*\s*(?:k|bucks|dollars|usd|gb|gigs|mb|"
+                r"minutes|mins|hours|hrs|%|percent|points|credits)\b)(.+?)\s+(on|off)\b"
+                r"(?!\s+(?:my|his|her|their|our|your|the|a|an|this|that|\w+'s)\b)", re.I), 2, 1),
     (re.compile(r"\b(enable|activate|disable|deactivate|unmute|mute)\s+(?:the\s+)?(.+)", re.I), 1, 2),
     # "check out" is paying, not ticking a box.
     (re.compile(r"\b(check|uncheck|tick|untick)\s+(?!out\b)(?:the\s+)?(.+)", re.I), 1, 2),
@@ -315,6 +320,8 @@ class ScreenView:
     # The − / + buttons of steppers that already show the number the goal wants: not
     # to be tapped again on the way to the form's button (``HeuristicBackend._stepper``).
     settled: set[str] = field(default_factory=set)
+    # The one button that puts a stepper we just set through ("Pay" after "20 bucks").
+    stepper_done: UINode | None = None
 
     @property
     def text(self) -> str:
@@ -916,12 +923,32 @@ class HeuristicBackend:
             text = text.replace(typed, " ")  # a number inside a message is not a setting
         pressed = _history_labels(ctx.history)
         for stepper in steppers:
+            names = {stepper.decrease.label, stepper.increase.label}
+            presses = [i for i, label in enumerate(pressed) if label in names]
+            if presses and any(label not in names for label in pressed[presses[-1] + 1:]):
+                # Set earlier, then left for the form's button: back at its start after
+                # "Pay" ("Amount to add" reads 0 again), it is not asked for twice.
+                view.settled |= stepper.keys
+                continue
             wanted = stepper_target(text, stepper.label)
             if wanted is None:
                 continue
             button = stepper_move(stepper, wanted, pressed)
             if button is None:
                 view.settled |= stepper.keys
+                if not (pressed and pressed[-1] in names):
+                    continue
+                commits = _commit_buttons(view)
+                if not commits:
+                    # "keep 40% in the battery": the stepper was the whole request, and
+                    # nothing on screen saves it — it is set.
+                    return _Choice(Action(COMPLETE), 3.0,
+                                   f"'{stepper.label}' shows {wanted:g}, as the goal asks, "
+                                   "and nothing on screen saves it: done.")
+                if len(commits) == 1:
+                    # "20 bucks" set: "Pay" is how it goes on, whatever its words — once
+                    # nothing else on screen is named by the goal (``_click_best``)
+                    view.stepper_done = commits[0]
                 continue
             x, y = button.center
             return _Choice(Action(CLICK, x=x, y=y, element=button.label or None), 3.0,
@@ -1416,6 +1443,12 @@ class HeuristicBackend:
             choice.evidence["coverage"] = round(coverage, 4)
             choice.evidence["navigating"] = navigating
             return choice.matched(score, second)
+        if view.stepper_done is not None:
+            button = view.stepper_done
+            x, y = button.center
+            return _Choice(Action(CLICK, x=x, y=y, element=button.label or None), 3.0,
+                           f"The number is set; '{button.label}' puts it through.",
+                           [button.key], rule="stepper")
         if view.scrollables:
             return self._scroll(view, ctx, f"Nothing on screen matches '{intent.target}'.",
                                 sure=_list_of_kind(view, checkable=False))
@@ -1702,6 +1735,19 @@ _NOT_A_GO_AHEAD = frozenset(
     "ok okay continue next done close back yes no not got increase decrease".split())
 
 
+def _commit_buttons(view: ScreenView) -> list[UINode]:
+    """The buttons on screen that save or send what the screen holds ("Add to trip",
+    "Extend", "Pay"), stepper buttons aside."""
+    found = []
+    for node in view.candidates:
+        if not node.clickable or not node.enabled or node.key in view.settled:
+            continue
+        words = _plain(node.label or "").split()
+        if words and words[0] in _SUBMIT_VERBS:
+            found.append(node)
+    return found
+
+
 def _confirmed(history: list[HistoryEntry]) -> bool:
     """The last tap said again the verb of the tap before it — "Stop parking" then "Stop",
     "Place order" twice, "Remove vehicle" then "Remove" — and both changed the screen: the
@@ -1879,6 +1925,9 @@ _LABEL_RE = re.compile(r"\b(?:(?:labell?ed|named|called|titled)|(?:call|name|lab
                        r"[\"'“‘]?(.+?)[\"'”’]?\s*(?:[.!?]?\s*$|,?\s+(?:that|which)\s+says?\b"
                        r"|,?\s+saying\b|,?\s+with\s+(?:the\s+)?(?:text|body|note|message)\b)", re.I)
 _SAVE_LABELS = frozenset({"save", "ok", "done", "set", "add"})
+# The first words of buttons that save or send what a screen holds (``_commit_buttons``).
+_SUBMIT_VERBS = _COMMIT_VERBS | _SAVE_LABELS | frozenset(
+    "apply update extend start send continue next register request".split())
 _SIGN_IN_LABELS = frozenset({"sign in", "log in", "login", "signin", "continue", "next"})
 _CREATE_RE = re.compile(r"^\s*(?:please\s+)?(?:set|add|create|make|schedule)\b|\bnew\b", re.I)
 

@@ -208,3 +208,96 @@ def test_after_a_request_and_its_confirmation_the_goal_is_done(tmp_path) -> None
     proposal = backend.propose(memory.context(device.observe(), device.info.apps))
     # it pressed back here before: nothing on the screen names "stop charging"
     assert proposal.action is not None and proposal.action.type == COMPLETE
+
+
+# A school lunch card: "Amount to add ($)" resets to 0 once paid; a battery whose reserve
+# stepper is the whole setting (no Save).
+LUNCH_APP = """
+app: {id: lunchy, name: Lunchy, package: com.test.lunchy, description: School lunch money}
+state: {top_up: 0, balance: 5, reserve: 20}
+screens:
+  home:
+    title: Lunchy
+    elements:
+      - {kind: row, id: card_row, text: Mila's lunch card, subtitle: "Balance {balance}", on_tap: {go: card}}
+      - {kind: row, id: battery_row, text: Battery, on_tap: {go: battery}}
+  card:
+    title: Mila's lunch card
+    elements:
+      - {kind: stepper, id: top_up_stepper, text: "Amount to add ($)", var: top_up, min: 0, max: 50, step: 10}
+      - {kind: button, id: pay_button, text: Pay,
+         on_tap: [{add: {balance: {var: top_up}}}, {set: {top_up: 0}}]}
+      - {kind: text, id: balance_text, text: "Balance {balance}"}
+  battery:
+    title: Battery
+    elements:
+      - {kind: stepper, id: reserve_stepper, text: "Backup reserve (%)", var: reserve, min: 0, max: 100, step: 10}
+      - {kind: button, id: pause_button, text: Pause battery}
+"""
+
+LUNCH_SUITE = """
+suite: lunchy
+tasks:
+  - id: twenty_bucks
+    instruction: put 20 bucks on milas lunch card
+    start: {app: lunchy, screen: card}
+    success: lunchy.balance == 25
+  - id: reserve_40
+    instruction: keep 40% in the battery for power cuts
+    start: {app: lunchy, screen: battery}
+    success: lunchy.reserve == 40
+"""
+
+
+def _run_lunchy(tmp_path, task_id: str) -> tuple[SimDevice, list[Action], object]:
+    bundle, suite = hand_built(tmp_path, LUNCH_APP, LUNCH_SUITE)
+    task = suite.task(task_id)
+    device = SimDevice("lunchy", apps=bundle)
+    device.reset(task)
+    memory = EpisodeMemory(instruction=task.instruction)
+    actions: list[Action] = []
+    for _ in range(12):
+        proposal = backend.propose(memory.context(device.observe(), device.info.apps))
+        assert proposal.action is not None, proposal.error
+        actions.append(proposal.action)
+        if proposal.action.type == COMPLETE:
+            break
+        target = loop.target_node(proposal.action, device.observe().nodes)
+        outcome = device.perform(proposal.action)
+        memory.history.append(loop.history_entry(
+            len(memory.history) + 1, proposal.action, "agent", outcome.changed, target))
+    return device, actions, task
+
+
+def test_a_stepper_back_at_zero_after_paying_is_not_paid_again(tmp_path) -> None:
+    device, actions, task = _run_lunchy(tmp_path, "twenty_bucks")
+    assert device.check(task), actions  # 5 + 20, once
+    assert _taps(actions).count("Pay") == 1
+    assert actions[-1].type == COMPLETE
+
+
+def test_a_stepper_that_is_the_whole_setting_finishes_the_task(tmp_path) -> None:
+    device, actions, task = _run_lunchy(tmp_path, "reserve_40")
+    assert device.check(task)
+    assert actions[-1].type == COMPLETE
+    assert "Pause battery" not in _taps(actions)
+
+
+@pytest.mark.parametrize("goal, kind, target", [
+    ("put the wifi on", "toggle", "wifi"),
+    ("kill the wifi and put bluetooth on while you're at it", "toggle", "bluetooth"),
+    ("put bluetooth off", "toggle", "bluetooth"),
+    # an amount or a person put somewhere is not a switch turned on
+    ("put 20 bucks on milas lunch acct", "click", None),
+    ("put $20 on her card", "click", None),
+    ("put him on her pickup list", "click", None),
+    ("put me on the waitlist", "click", None),
+])
+def test_put_on_is_a_switch_only_when_nothing_is_put_somewhere(goal, kind, target) -> None:
+    from agents.backends.heuristic import parse_intent
+    from agents.planning import split_goal
+
+    intent = parse_intent(split_goal(goal)[-1])
+    assert intent.kind == kind
+    if target:
+        assert intent.target == target
