@@ -1143,7 +1143,9 @@ class HeuristicBackend:
         if chosen is not None and (app is None or app.package != chosen.package):
             # A person put the phone in this app instead of the one the agent meant: their
             # choice stands over a guess; leaving it for a named app is asked first.
-            if app is None or not intent.app_named:
+            if app is None or not intent.app_named or app_mention(intent.text, app.name) == "word":
+                # (a name said only as an everyday word — "we don't need coffee anymore",
+                # "is there a setting for that" — does not pull the phone out of it)
                 return None
             return _Choice(Action(OPENAPP, app=app.name), 2.0,
                            f"The goal names '{app.name}', but a person just opened "

@@ -288,3 +288,14 @@ def test_after_its_own_wrong_turn_the_agent_still_goes_back() -> None:
     phone.tap("Inbox", by="agent")
     proposal = phone.propose()
     assert proposal.action is not None and proposal.action.type == "PRESS_BACK"
+
+
+def test_an_app_named_only_as_an_everyday_word_does_not_pull_the_phone_out() -> None:
+    # "in the charger settings": Voltnest's own settings, not the phone's Settings app —
+    # the agent proposed leaving for Settings at every step of the person's way (2.0),
+    # development suite fresh7_apps (2026-11-26).
+    phone = Phone("fresh7_apps", "vn_garage_limit_80")
+    phone.tap("Voltnest")
+    proposal = phone.propose()
+    assert proposal.action is not None and proposal.action.type != OPENAPP
+    assert proposal.action.element == "Chargers"
