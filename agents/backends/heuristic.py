@@ -938,7 +938,6 @@ class HeuristicBackend:
                 view.settled |= stepper.keys
                 if not (pressed and pressed[-1] in names):
                     continue
-                commits = _commit_buttons(view)
                 if not _other_buttons(view):
                     # "keep 40% in the battery": the stepper was the whole request, and
                     # no button on screen could save it — it is set. (A button of any
@@ -946,6 +945,7 @@ class HeuristicBackend:
                     return _Choice(Action(COMPLETE), 3.0,
                                    f"'{stepper.label}' shows {wanted:g}, as the goal asks, "
                                    "and nothing on screen saves it: done.")
+                commits = _commit_buttons(view)
                 if len(commits) == 1:
                     # "20 bucks" set: "Pay" is how it goes on, whatever its words — once
                     # nothing else on screen is named by the goal (``_click_best``)
