@@ -67,11 +67,13 @@ def suite_task(tmp_path, task_id: str):
     return hand_built(tmp_path, CLASS_APP, SUITE)[1].task(task_id)
 
 
-def _run_alone(tmp_path, task_id: str, max_steps: int = 12) -> tuple[SimDevice, list[Action]]:
-    """The heuristic acting on its own (no gate): every proposal is carried out."""
-    bundle, suite = hand_built(tmp_path, CLASS_APP, SUITE)
+def _act_alone(app_yaml: str, suite_yaml: str, tmp_path, task_id: str,
+               max_steps: int = 12) -> tuple[SimDevice, list[Action], object]:
+    """The heuristic acting on its own (no gate) on a hand-built app: every proposal is
+    carried out, until COMPLETE or ``max_steps``."""
+    bundle, suite = hand_built(tmp_path, app_yaml, suite_yaml)
     task = suite.task(task_id)
-    device = SimDevice("steppers", apps=bundle)
+    device = SimDevice("controls", apps=bundle)
     device.reset(task)
     memory = EpisodeMemory(instruction=task.instruction)
     actions: list[Action] = []
@@ -85,6 +87,11 @@ def _run_alone(tmp_path, task_id: str, max_steps: int = 12) -> tuple[SimDevice, 
         outcome = device.perform(proposal.action)
         memory.history.append(loop.history_entry(
             len(memory.history) + 1, proposal.action, "agent", outcome.changed, target))
+    return device, actions, task
+
+
+def _run_alone(tmp_path, task_id: str) -> tuple[SimDevice, list[Action]]:
+    device, actions, _ = _act_alone(CLASS_APP, SUITE, tmp_path, task_id)
     return device, actions
 
 
@@ -259,23 +266,7 @@ tasks:
 
 
 def _run_lunchy(tmp_path, task_id: str) -> tuple[SimDevice, list[Action], object]:
-    bundle, suite = hand_built(tmp_path, LUNCH_APP, LUNCH_SUITE)
-    task = suite.task(task_id)
-    device = SimDevice("lunchy", apps=bundle)
-    device.reset(task)
-    memory = EpisodeMemory(instruction=task.instruction)
-    actions: list[Action] = []
-    for _ in range(12):
-        proposal = backend.propose(memory.context(device.observe(), device.info.apps))
-        assert proposal.action is not None, proposal.error
-        actions.append(proposal.action)
-        if proposal.action.type == COMPLETE:
-            break
-        target = loop.target_node(proposal.action, device.observe().nodes)
-        outcome = device.perform(proposal.action)
-        memory.history.append(loop.history_entry(
-            len(memory.history) + 1, proposal.action, "agent", outcome.changed, target))
-    return device, actions, task
+    return _act_alone(LUNCH_APP, LUNCH_SUITE, tmp_path, task_id)
 
 
 def test_a_stepper_back_at_zero_after_paying_is_not_paid_again(tmp_path) -> None:
