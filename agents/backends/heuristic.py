@@ -1097,7 +1097,7 @@ class HeuristicBackend:
         # (a tap the dialog on screen now asks to confirm is not committed yet)
         settled = history[:-1] if view.overlay_kind == "dialog" else history
         if any(app == intent.app.package and (_committed(entry, intent)
-                                              or _confirmed(settled[:i + 1]))
+                                              or _confirmed(settled, i + 1))
                for i, (app, entry) in enumerate(zip(visits.where, settled))):
             return True
         return intent.app.package in visits.left_by_person and view.package != intent.app.package
@@ -1731,9 +1731,8 @@ def _committed(entry: HistoryEntry, intent: Intent) -> bool:
     return len(words) == 2 and words[0] == "not" and words[1] in _verb_forms(verb)
 
 
-# Words a wizard repeats from screen to screen: "Continue" twice is two pages, not a
-# request and its confirmation.
-# "Increase" twice is a stepper on its way.
+# First words that repeat without confirming anything: "Continue" twice is two pages of
+# a wizard, "Increase" twice a stepper on its way.
 _NOT_A_GO_AHEAD = frozenset(
     "ok okay continue next done close back yes no not got increase decrease".split())
 
@@ -1758,16 +1757,18 @@ def _other_buttons(view: ScreenView) -> bool:
                for node in view.candidates)
 
 
-def _confirmed(history: list[HistoryEntry]) -> bool:
-    """The last tap said again the verb of the tap before it — "Stop parking" then "Stop",
-    "Place order" twice, "Remove vehicle" then "Remove" — and both changed the screen: the
-    go-ahead of the confirmation the first one asked for, so the request is sent off.
+def _confirmed(history: list[HistoryEntry], end: int | None = None) -> bool:
+    """The last tap (of ``history[:end]``) said again the verb of the tap before it —
+    "Stop parking" then "Stop", "Place order" twice, "Remove vehicle" then "Remove" — and
+    both changed the screen: the go-ahead of the confirmation the first one asked for, so
+    the request is sent off.
 
     On the development suites' teacher paths, 44 steps after such a pair wanted COMPLETE
     and the heuristic pressed back at all of them (docs/heuristic.md)."""
-    if len(history) < 2:
+    end = len(history) if end is None else end
+    if end < 2:
         return False
-    pair = history[-2:]
+    pair = history[end - 2:end]
     if any(e.action.get("type") != CLICK or not e.screen_changed for e in pair):
         return False
     labels = [_history_labels([e]) for e in pair]

@@ -108,8 +108,7 @@ def _unit_of(word: str) -> str | None:
 
 
 def _label_units(label: str) -> set[str]:
-    units = {u for w in _TOKEN_RE.findall(label) for u in [_unit_of(w)] if u}
-    return units
+    return {u for w in _TOKEN_RE.findall(label) for u in [_unit_of(w)] if u}
 
 
 @dataclass(frozen=True)
@@ -143,7 +142,8 @@ def _candidates(text: str, label: str) -> list[_Candidate]:
         before = words[max(0, i - 4):i]
         near = set(tokens(" ".join(after + before)))
         score = len(near & label_words)
-        unit_here = {u for w in (words[i + 1:i + 2] + words[i - 1:i] if i else words[i + 1:i + 2])
+        # the unit right after or right before it: "20 bucks", "$20", "80%"
+        unit_here = {u for w in words[i + 1:i + 2] + words[max(0, i - 1):i]
                      for u in [_unit_of(w)] if u}
         if units & unit_here:
             score += 2

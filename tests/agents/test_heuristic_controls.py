@@ -63,10 +63,6 @@ tasks:
 """
 
 
-def suite_task(tmp_path, task_id: str):
-    return hand_built(tmp_path, CLASS_APP, SUITE)[1].task(task_id)
-
-
 def _act_alone(app_yaml: str, suite_yaml: str, tmp_path, task_id: str,
                max_steps: int = 12) -> tuple[SimDevice, list[Action], object]:
     """The heuristic acting on its own (no gate) on a hand-built app: every proposal is
@@ -90,9 +86,8 @@ def _act_alone(app_yaml: str, suite_yaml: str, tmp_path, task_id: str,
     return device, actions, task
 
 
-def _run_alone(tmp_path, task_id: str) -> tuple[SimDevice, list[Action]]:
-    device, actions, _ = _act_alone(CLASS_APP, SUITE, tmp_path, task_id)
-    return device, actions
+def _run_alone(tmp_path, task_id: str) -> tuple[SimDevice, list[Action], object]:
+    return _act_alone(CLASS_APP, SUITE, tmp_path, task_id)
 
 
 def _taps(actions: list[Action]) -> list[str]:
@@ -100,23 +95,23 @@ def _taps(actions: list[Action]) -> list[str]:
 
 
 def test_it_raises_a_stepper_to_the_number_the_goal_says_and_books(tmp_path) -> None:
-    device, actions = _run_alone(tmp_path, "two_guests")
-    assert device.check(suite_task(tmp_path, "two_guests"))
+    device, actions, task = _run_alone(tmp_path, "two_guests")
+    assert device.check(task)
     assert _taps(actions).count("Increase Guests") == 2
     assert not any("Decrease" in t or "Remind" in t for t in _taps(actions))
 
 
 def test_it_lowers_a_stepper_by_its_own_step_and_leaves_the_other_alone(tmp_path) -> None:
-    device, actions = _run_alone(tmp_path, "remind_ten")
-    assert device.check(suite_task(tmp_path, "remind_ten"))
+    device, actions, task = _run_alone(tmp_path, "remind_ten")
+    assert device.check(task)
     # 30 → 10 in steps of 5; "spin at 6" is a time, not six guests
     assert _taps(actions).count("Decrease Remind me before (minutes)") == 4
     assert "Increase Guests" not in _taps(actions)
 
 
 def test_a_goal_without_a_number_taps_no_stepper(tmp_path) -> None:
-    device, actions = _run_alone(tmp_path, "no_number")
-    assert device.check(suite_task(tmp_path, "no_number"))
+    device, actions, task = _run_alone(tmp_path, "no_number")
+    assert device.check(task)
     assert not any(t.startswith(("Increase", "Decrease")) for t in _taps(actions))
 
 
