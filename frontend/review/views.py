@@ -91,9 +91,14 @@ def replay(request: HttpRequest, task_id: Any) -> HttpResponse:
 def metrics(request: HttpRequest) -> HttpResponse:
     from frontend.review.metrics import GROUPINGS, metrics_page
 
+    from agents.learning import drifted_apps
+    from frontend.review.metrics import measured_precision
+
     page = metrics_page(request.GET)
     return render(request, "frontend/review/metrics.html", {
         "page": page, "groupings": GROUPINGS,
+        "measured": measured_precision(page.since, page.until, page.by),
+        "drifted": drifted_apps(),
     }, status=400 if page.errors else 200)
 
 
