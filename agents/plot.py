@@ -367,9 +367,9 @@ def precision_over_time_svg(points: list[dict[str, Any]], *, target: float,
     previous = None
     for i, point in enumerate(points):
         x = left + step * (i + 0.5)
-        if i % max(1, len(points) // 8) == 0:
+        if i % max(1, -(-len(points) // 6)) == 0:
             out.append(f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">'
-                       f'{escape(str(point["label"]))}</text>')
+                       f'{escape(str(point.get("short", point["label"])))}</text>')
         if point.get("value") is None:
             previous = None
             continue

@@ -89,7 +89,7 @@ def refit(samples: Sequence[Labelled], backend: str,
         candidate.unseen_app_p, candidate.unseen_app_map = unseen_app_measure(
             fitting, backend, min_samples=min_samples)
     except ValueError as exc:
-        outcome.reason = f"not fitted: {exc}"
+        outcome.reason = f"could not be fitted: {exc}"
         return outcome
     outcome.calibrator = candidate
 
@@ -107,11 +107,11 @@ def refit(samples: Sequence[Labelled], backend: str,
     assert outcome.brier_new is not None and outcome.brier_current is not None
     if outcome.brier_new <= outcome.brier_current + 1e-12:
         outcome.taken = True
-        outcome.reason = (f"taken: on the newest {len(held)} labels its Brier score "
+        outcome.reason = (f"on the newest {len(held)} labels its Brier score "
                           f"{outcome.brier_new:.4f} is not worse than {against}'s "
                           f"{outcome.brier_current:.4f}")
     else:
-        outcome.reason = (f"not taken: on the newest {len(held)} labels its Brier score "
+        outcome.reason = (f"on the newest {len(held)} labels its Brier score "
                           f"{outcome.brier_new:.4f} is worse than {against}'s "
                           f"{outcome.brier_current:.4f}")
     return outcome

@@ -177,7 +177,7 @@ def metrics_page(params: Mapping[str, str]) -> MetricsPage:
 class MeasuredRow:
     key: str
     precision: Proportion
-    below_target: bool  # the interval's lower bound is below the target
+    below_target: bool  # even the interval's upper bound is below the target
 
 
 @dataclass
@@ -239,7 +239,10 @@ def measured_precision(since: dt.date, until: dt.date, by: str,
     def below(p: Proportion) -> bool:
         return p.interval is not None and p.interval[0] < target
 
-    per = {name: [MeasuredRow(key, proportion(v), below(proportion(v)))
+    def clearly_below(p: Proportion) -> bool:
+        return p.interval is not None and p.interval[1] < target
+
+    per = {name: [MeasuredRow(key, proportion(v), clearly_below(proportion(v)))
                   for key, v in sorted(values.items())]
            for name, values in groups.items()}
     over_time = []
@@ -249,7 +252,8 @@ def measured_precision(since: dt.date, until: dt.date, by: str,
     while day <= until:
         p = proportion(periods.get(day, []))
         low_high = p.interval
-        over_time.append({"label": day.isoformat(), "value": p.value, "n": p.n,
+        over_time.append({"label": day.isoformat(), "short": f"{day:%b} {day.day}",
+                          "value": p.value, "n": p.n,
                           "low": low_high[0] if low_high else None,
                           "high": low_high[1] if low_high else None})
         day += stride
