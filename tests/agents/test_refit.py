@@ -155,3 +155,11 @@ def test_the_nightly_refit_skips_a_backend_without_new_labels(demo, var_dir):
     history(demo["operator"], consistent(30))
     assert [v.number for v in learning.refit_all("nightly")] == [1]
     assert learning.refit_all("nightly") == []
+
+
+def test_beat_runs_the_nightly_refit_with_a_task_the_workers_know():
+    from kairos_web.celery import app
+
+    entry = app.conf.beat_schedule["refit-calibrators-nightly"]
+    assert entry["task"] in app.tasks and entry["kwargs"] == {"trigger": "nightly"}
+    assert (entry["schedule"].hour, entry["schedule"].minute) == ({3}, {30})
