@@ -250,9 +250,9 @@ def refit_backend(backend: str, trigger: str = "labels") -> CalibratorVersion | 
     if _pinned():
         logger.info("KAIROS_CALIBRATOR is set: no refit of %s", backend)
         return None
-    labels = gather_labels(backend, with_evidence=True)
     if trigger == "labels" and not refit_due(backend):
         return None  # another worker refitted first
+    labels = gather_labels(backend, with_evidence=True)
     if trigger == "nightly" and len(labels) <= (labels_at_last_refit(backend) or 0):
         return None  # nothing new since the last refit
     _baseline(backend)
