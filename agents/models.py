@@ -331,3 +331,38 @@ class InstallationSettings(models.Model):
 
     def __str__(self) -> str:
         return "installation settings"
+
+
+class CalibratorVersion(models.Model):
+    """One refit of a backend's evidence calibrator from the installation's own labels
+    (``agents/learning.py``; issue 24): kept whether or not it was taken, with why.
+
+    ``current`` marks the version the gate reads now (its JSON is what
+    ``<var>/calibrators/<backend>.json`` holds); at most one per backend. Number 0 is the
+    calibrator that was in use before the first refit (the shipped one), kept so an admin
+    can roll back to it. ``calibrator`` is None for a refit that could not be fitted.
+    """
+
+    backend = models.CharField(max_length=32)
+    number = models.PositiveIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    labels = models.PositiveIntegerField(default=0)  # labels with evidence at the refit
+    scores = models.JSONField(default=dict, blank=True)  # held-out Brier / ECE, both fits
+    taken = models.BooleanField(default=False)
+    current = models.BooleanField(default=False)
+    reason = models.TextField(blank=True)
+    calibrator = models.JSONField(null=True, blank=True)
+    digest = models.CharField(max_length=64, blank=True)  # EvidenceCalibrator.version
+    trigger = models.CharField(max_length=32, blank=True)  # labels | nightly | shipped …
+
+    class Meta:
+        ordering = ["backend", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["backend", "number"],
+                                    name="unique_calibrator_version"),
+            models.UniqueConstraint(fields=["backend"], condition=models.Q(current=True),
+                                    name="one_current_calibrator"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.backend} calibrator v{self.number}"

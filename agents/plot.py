@@ -289,3 +289,103 @@ def reliability_svg(series: dict[str, list[dict[str, Any]]], *, title: str = "")
                    'text-anchor="middle" fill="#666">no decided handoffs yet</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def small_reliability_svg(bins: list[dict[str, Any]], *, title: str, size: int = 200) -> str:
+    """A small reliability diagram (inline on a page): per probability bin, the mean
+    predicted P(right) (x) against the observed share right (y), marker area by steps,
+    with the diagonal of perfect calibration. ``bins`` as ``fit.reliability_bins``."""
+    pad = 28
+    plot = size - 2 * pad
+
+    def px(p: float) -> float:
+        return pad + p * plot
+
+    def py(p: float) -> float:
+        return size - pad - p * plot
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{size}" height="{size}" '
+           f'viewBox="0 0 {size} {size}" font-family="sans-serif" font-size="10" role="img" '
+           f'class="reliability-small"><title>{escape(title)}</title>',
+           f'<rect x="{pad}" y="{pad}" width="{plot}" height="{plot}" fill="white" '
+           'stroke="#333"/>',
+           f'<line x1="{px(0):.1f}" y1="{py(0):.1f}" x2="{px(1):.1f}" y2="{py(1):.1f}" '
+           'stroke="#999" stroke-dasharray="4 3"/>',
+           f'<text x="{size / 2:.1f}" y="{size - 6}" text-anchor="middle">predicted P(right)'
+           '</text>',
+           f'<text transform="translate(10 {size / 2:.1f}) rotate(-90)" '
+           'text-anchor="middle">observed</text>']
+    points = [(float(b["predicted"]), float(b["observed"]), int(b["steps"])) for b in bins]
+    if len(points) > 1:
+        out.append('<polyline points="' + " ".join(f"{px(x):.1f},{py(y):.1f}"
+                                                   for x, y, _ in points)
+                   + f'" fill="none" stroke="{TSR_COLOUR}" stroke-width="1.5"/>')
+    for x, y, n in points:
+        out.append(f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" '
+                   f'r="{2 + min(5.0, math.sqrt(n)):.1f}" fill="{TSR_COLOUR}" '
+                   f'fill-opacity="0.7"><title>{n} held-out labels: predicted {x:.2f}, '
+                   f'{y:.0%} right</title></circle>')
+    if not points:
+        out.append(f'<text x="{size / 2:.1f}" y="{size / 2:.1f}" text-anchor="middle" '
+                   'fill="#666">no held-out labels</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def precision_over_time_svg(points: list[dict[str, Any]], *, target: float,
+                            title: str = "") -> str:
+    """Measured autonomy precision per period: ``points`` are ``{"label", "value", "low",
+    "high", "n"}`` in time order (value None: no labels then); the Wilson interval as a
+    bar, the target as a dashed line."""
+    width, height = 640, 260
+    left, right, top, bottom = 56, width - 20, 36, height - 48
+    plot_w, plot_h = right - left, bottom - top
+    lo = min([0.5] + [p["low"] for p in points if p.get("low") is not None])
+    lo = math.floor(lo * 10) / 10
+
+    def py(value: float) -> float:
+        return bottom - (value - lo) / (1 - lo) * plot_h
+
+    step = plot_w / max(1, len(points))
+    heading = title or "Measured autonomy precision (spot checks), 95 % Wilson interval"
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11" '
+           f'role="img" class="precision-over-time"><title>{escape(heading)}</title>',
+           f'<rect x="0" y="0" width="{width}" height="{height}" fill="white"/>',
+           f'<text x="{width / 2:.1f}" y="20" text-anchor="middle" font-size="13">'
+           f'{escape(heading)}</text>']
+    for i in range(6):
+        value = lo + (1 - lo) * i / 5
+        out.append(f'<line x1="{left}" y1="{py(value):.1f}" x2="{right}" y2="{py(value):.1f}" '
+                   'stroke="#eee"/>')
+        out.append(f'<text x="{left - 6}" y="{py(value) + 4:.1f}" text-anchor="end">'
+                   f'{value:.0%}</text>')
+    out.append(f'<line x1="{left}" y1="{py(target):.1f}" x2="{right}" y2="{py(target):.1f}" '
+               f'stroke="{INTERVENTION_COLOUR}" stroke-dasharray="5 4" class="target"/>')
+    out.append(f'<text x="{right}" y="{py(target) - 4:.1f}" text-anchor="end" '
+               f'fill="{INTERVENTION_COLOUR}">target {target:g}</text>')
+    previous = None
+    for i, point in enumerate(points):
+        x = left + step * (i + 0.5)
+        if i % max(1, -(-len(points) // 6)) == 0:
+            out.append(f'<text x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">'
+                       f'{escape(str(point.get("short", point["label"])))}</text>')
+        if point.get("value") is None:
+            previous = None
+            continue
+        y = py(point["value"])
+        out.append(f'<line x1="{x:.1f}" y1="{py(point["low"]):.1f}" x2="{x:.1f}" '
+                   f'y2="{py(point["high"]):.1f}" stroke="{TSR_COLOUR}" stroke-width="2"/>')
+        out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{TSR_COLOUR}" '
+                   f'data-period="{escape(str(point["label"]))}"><title>'
+                   f'{escape(str(point["label"]))}: {point["value"]:.0%} right of {point["n"]} '
+                   f'(95 % interval {point["low"]:.0%}–{point["high"]:.0%})</title></circle>')
+        if previous is not None:
+            out.append(f'<line x1="{previous[0]:.1f}" y1="{previous[1]:.1f}" x2="{x:.1f}" '
+                       f'y2="{y:.1f}" stroke="{TSR_COLOUR}" stroke-opacity="0.5"/>')
+        previous = (x, y)
+    if not any(p.get("value") is not None for p in points):
+        out.append(f'<text x="{width / 2:.1f}" y="{height / 2:.1f}" text-anchor="middle" '
+                   'fill="#666">no spot checks decided in this range</text>')
+    out.append("</svg>")
+    return "\n".join(out)

@@ -471,6 +471,8 @@ def _propose_step(task: Task, index: int) -> Step | None:
         logger.exception("backend %s failed", task.backend)
         proposal = Proposal(action=None, model_error=f"backend failed: {exc}")
     decision = loop.decide(proposal, ctx, task.threshold)
+    if decision.outcome == loop.EXECUTE:
+        decision = _unless_drifted(decision, observation.app)
     decided = time.perf_counter()
     proposed = decision.action or proposal.action
     executes = decision.outcome == loop.EXECUTE and decision.action is not None
@@ -507,6 +509,22 @@ def _propose_step(task: Task, index: int) -> Step | None:
         default_storage.delete(screenshot)
         return None
     return step
+
+
+def _unless_drifted(decision: loop.Decision, app: str) -> loop.Decision:
+    """A step that would act alone on an app whose recent confident steps were wrong too
+    often asks a person instead (issue 24, item 5; the rule: agents/calibration/drift.py)."""
+    if not app:
+        return decision
+    from agents.learning import drift_for_app
+
+    state = drift_for_app(app)
+    if not state.drifted:
+        return decision
+    return loop.Decision(
+        loop.TICKET, action=decision.action, reason=TicketReason.LOW_CONFIDENCE,
+        target=decision.target,
+        note=f"drift: {state.describe()}; its steps ask until new labels show otherwise")
 
 
 def execute_step(task: Task, step: Step) -> str:
@@ -893,6 +911,11 @@ def resolve_ticket(ticket: Ticket, user: Any, decision: Any, action: Any = None,
         _record_training(ticket, task, user)
         _apply_resolution(ticket, task, resolution, user)
         events.ticket_resolved(ticket)
+        if resolution.decision in (Decision.APPROVE, Decision.EDIT, Decision.TAKEOVER):
+            # A new label: refit the calibrator once KAIROS_REFIT_EVERY have come in.
+            from agents.learning import schedule_due_refits
+
+            transaction.on_commit(schedule_due_refits)
         task.refresh_from_db()
         events.task_updated(task)
     return ticket

@@ -17,3 +17,12 @@ def run_step_task(task_id: str, index: int) -> str:
 @shared_task(name="agents.escalate_clarification", ignore_result=True)
 def escalate_clarification_task(ticket_id: str) -> None:
     services.escalate_clarification(ticket_id)
+
+
+@shared_task(name="agents.refit_calibrators", ignore_result=True)
+def refit_calibrators_task(backend: str | None = None, trigger: str = "nightly") -> list[int]:
+    """Refit the evidence calibrators from the installation's labels (agents/learning.py):
+    after ``KAIROS_REFIT_EVERY`` new labels (``trigger="labels"``) and nightly."""
+    from agents import learning
+
+    return [version.number for version in learning.refit_all(trigger, backend)]

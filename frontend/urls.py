@@ -20,6 +20,8 @@ urlpatterns = [
     path("review/tasks/<uuid:task_id>/", review.replay, name="review_replay"),
     path("review/metrics/", review.metrics, name="review_metrics"),
     path("review/calibration/", review.calibration, name="review_calibration"),
+    path("review/calibration/versions/<int:version_id>/rollback", review.rollback_calibrator,
+         name="review_calibrator_rollback"),
     path("review/export.zip", review.export, name="review_export"),
     path("review/audit/", review.audit, name="review_audit"),
 ]

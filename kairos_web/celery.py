@@ -1,7 +1,7 @@
 """The Celery app: workers run one agent step per task (``agents.tasks``)."""
 import os
 
-from celery import Celery
+from celery import Celery, bootsteps
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kairos_web.settings")
 
@@ -14,6 +14,58 @@ app.autodiscover_tasks()
 from agents.recovery import StallSweeper  # noqa: E402  (imports no Django models)
 
 app.steps["worker"].add(StallSweeper)
+
+# The evidence calibrators refit themselves from the installation's labels
+# (agents/learning.py): after every KAIROS_REFIT_EVERY new labels (enqueued when a ticket
+# is resolved) and nightly. The full stack runs the nightly one with celery beat
+# (docker-compose's ``beat`` service); the embedded default has no beat, so its worker
+# thread runs it on a timer (``NightlyRefit``).
+from celery.schedules import crontab  # noqa: E402
+
+app.conf.beat_schedule = {
+    "refit-calibrators-nightly": {
+        "task": "agents.refit_calibrators",
+        "schedule": crontab(hour=3, minute=30),
+        "kwargs": {"trigger": "nightly"},
+    },
+}
+
+
+class NightlyRefit(bootsteps.StartStopStep):
+    """The embedded default's stand-in for beat: every 24 hours after the worker starts,
+    enqueue the nightly refit (a no-op for a backend without new labels)."""
+
+    PERIOD_SECONDS = 24 * 3600
+
+    def __init__(self, worker, **kwargs):
+        super().__init__(worker, **kwargs)
+        import threading
+
+        self.stopping = threading.Event()
+
+    def start(self, worker):
+        import threading
+
+        from django.conf import settings
+
+        if not getattr(settings, "EMBEDDED", False):
+            return  # the full stack has beat
+        threading.Thread(target=self._run, daemon=True, name="nightly-refit").start()
+
+    def stop(self, worker):
+        self.stopping.set()
+
+    def _run(self):
+        while not self.stopping.wait(self.PERIOD_SECONDS):
+            try:
+                app.send_task("agents.refit_calibrators", kwargs={"trigger": "nightly"})
+            except Exception:  # the next night tries again
+                import logging
+
+                logging.getLogger(__name__).exception("could not enqueue the nightly refit")
+
+
+app.steps["worker"].add(NightlyRefit)
 
 
 def start_worker_thread(queues: list[str] | None = None):

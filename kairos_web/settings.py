@@ -235,6 +235,11 @@ if KAIROS_STALL_SECONDS <= KAIROS_DEVICE_TIMEOUT:
     raise ImproperlyConfigured("KAIROS_STALL_SECONDS must be longer than KAIROS_DEVICE_TIMEOUT")
 # Seconds after which an idle operator's claim on a ticket lapses (docs/console.md).
 KAIROS_CLAIM_TIMEOUT = envfloat("KAIROS_CLAIM_TIMEOUT", 300.0)
+# A refit of the evidence calibrators after every this many new labels (0: nightly only);
+# agents/learning.py, docs/models.md "Versions and refits".
+KAIROS_REFIT_EVERY = envint("KAIROS_REFIT_EVERY", 50)
+if KAIROS_REFIT_EVERY < 0:
+    raise ImproperlyConfigured("KAIROS_REFIT_EVERY must be 0 (nightly only) or more")
 KAIROS_SIM_DEVICES = [
     n.strip() for n in os.environ.get("KAIROS_SIM_DEVICES", "sim-1,sim-2").split(",") if n.strip()
 ]

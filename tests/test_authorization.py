@@ -68,6 +68,8 @@ TABLE: dict[str, dict[str, Row]] = {
     "review/calibration/": {"GET": Row((302, 403, 403, 403, 200)),
                             "POST": Row((302, 403, 403, 403, 302),
                                          body={"scope": "default", "gamma": "4"})},
+    "review/calibration/versions/<int:version_id>/rollback": {
+        "POST": Row((302, 403, 403, 403, 302))},
     "review/export.zip": {"GET": Row((302, 403, 403, 403, 200))},
     "review/audit/": {"GET": Row((302, 403, 403, 403, 200))},
     "favicon.ico": {"GET": Row((301, 301, 301, 301, 301))},

@@ -14,7 +14,7 @@ from django.contrib.auth.models import Group, User
 from django.core.files.base import ContentFile
 
 from agents import services
-from agents.models import Step, Task, TaskStatus, TicketKind, TicketReason
+from agents.models import CalibratorVersion, Step, Task, TaskStatus, TicketKind, TicketReason
 from devices.models import Device
 
 
@@ -49,5 +49,10 @@ def build_world() -> World:
                 status="waiting")
     step.screenshot.save(f"{task.id}-0.jpg", ContentFile(b"\xff\xd8\xff jpeg"), save=True)
     ticket = services.open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.LOW_CONFIDENCE)
+    # A kept calibrator version to roll back to: version 0 of a backend without a
+    # calibrator (rolling back to it writes no file).
+    version = CalibratorVersion.objects.create(backend="world", number=0, taken=True,
+                                               reason="the backend's own score")
     return World(users, {"task_id": str(task.id), "ticket_id": str(ticket.id),
-                         "device_id": str(phone.id), "screenshot_url": step.screenshot.url})
+                         "device_id": str(phone.id), "screenshot_url": step.screenshot.url,
+                         "version_id": str(version.pk)})

@@ -104,3 +104,45 @@ def calibration_page(target: float = DEFAULT_TARGET) -> CalibrationPage:
     svg = reliability_svg({b.backend: b.reliability for b in backends if b.reliability},
                           title="P(approved) per confidence score")
     return CalibrationPage(target=target, backends=backends, svg=svg)
+
+
+# --- the evidence calibrator's versions (issue 24, item 4) ------------------------------
+
+@dataclass
+class VersionRow:
+    id: int
+    backend: str
+    number: int
+    created_at: Any
+    labels: int
+    taken: bool
+    current: bool
+    reason: str
+    trigger: str
+    digest: str
+    brier_new: float | None
+    brier_current: float | None
+    held_out: int | None
+    can_roll_back: bool
+    svg: str
+
+
+def calibrator_versions(limit: int = 50) -> dict[str, list[VersionRow]]:
+    """Per backend, its kept versions newest first, each with its held-out reliability
+    diagram (what the version's P(right) was worth on the labels held back from its fit)."""
+    from agents.models import CalibratorVersion
+    from agents.plot import small_reliability_svg
+
+    out: dict[str, list[VersionRow]] = {}
+    for v in CalibratorVersion.objects.order_by("backend", "-number")[:limit]:
+        scores = v.scores if isinstance(v.scores, dict) else {}
+        out.setdefault(v.backend, []).append(VersionRow(
+            id=v.pk, backend=v.backend, number=v.number, created_at=v.created_at,
+            labels=v.labels, taken=v.taken, current=v.current, reason=v.reason,
+            trigger=v.trigger, digest=v.digest, brier_new=scores.get("brier_new"),
+            brier_current=scores.get("brier_current"), held_out=scores.get("held_out"),
+            can_roll_back=not v.current and (v.calibrator is not None or v.number == 0),
+            svg=small_reliability_svg(scores.get("reliability") or [],
+                                      title=f"{v.backend} v{v.number}: reliability on the "
+                                            "newest labels held back from its fit")))
+    return out

@@ -169,3 +169,96 @@ def metrics_page(params: Mapping[str, str]) -> MetricsPage:
                     sum(steps.values()), sum(v or 0 for v in seconds.values()),
                     [p for ps in decided.values() for p in ps])
     return MetricsPage(since=since, until=until, by=by, rows=rows, total=total, errors=errors)
+
+
+# --- measured autonomy precision from spot checks (issue 24, item 2) --------------------
+
+@dataclass
+class MeasuredRow:
+    key: str
+    precision: Proportion
+    below_target: bool  # even the interval's upper bound is below the target
+
+
+@dataclass
+class MeasuredPrecision:
+    """Autonomy precision measured on spot checks: steps that would have acted alone,
+    asked at random anyway, so their labels are an unbiased sample of the confident steps
+    (approve = right; edit / take over = wrong)."""
+
+    target: float
+    overall: Proportion
+    warn: bool
+    per: dict[str, list[MeasuredRow]]  # backend / phone / app → rows
+    over_time: list[dict[str, Any]]
+    svg: str
+    all_right_needed: int  # right spot checks in a row for a lower bound ≥ target
+
+
+def _all_right_needed(target: float) -> int:
+    from agents.metrics import wilson_interval
+
+    n = 1
+    while (wilson_interval(n, n) or (0.0, 0.0))[0] < target and n < 100000:
+        n += 1
+    return n
+
+
+def measured_precision(since: dt.date, until: dt.date, by: str,
+                       target: float | None = None) -> MeasuredPrecision:
+    from agents.learning import SPOT_CHECK, TARGET_AUTONOMY_PRECISION, labelled_tickets, \
+        ticket_right
+    from agents.plot import precision_over_time_svg
+
+    target = TARGET_AUTONOMY_PRECISION if target is None else target
+    start = timezone.make_aware(dt.datetime.combine(since, dt.time.min))
+    end = timezone.make_aware(dt.datetime.combine(until + dt.timedelta(days=1), dt.time.min))
+    tickets = (labelled_tickets().filter(reason=SPOT_CHECK, resolved_at__gte=start,
+                                         resolved_at__lt=end)
+               .select_related("task", "task__device", "step").order_by("resolved_at"))
+    groups: dict[str, dict[str, list[bool]]] = {"backend": {}, "phone": {}, "app": {}}
+    periods: dict[dt.date, list[bool]] = {}
+    labels: list[bool] = []
+    weekly = by == "week"
+    for ticket in tickets.iterator(chunk_size=2000):
+        right = ticket_right(ticket)
+        if right is None:
+            continue
+        labels.append(right)
+        groups["backend"].setdefault(ticket.task.backend, []).append(right)
+        groups["phone"].setdefault(ticket.task.device.name, []).append(right)
+        groups["app"].setdefault(ticket.step.app or "–", []).append(right)
+        day = timezone.localtime(ticket.resolved_at).date()
+        if weekly:
+            day -= dt.timedelta(days=day.weekday())
+        periods.setdefault(day, []).append(right)
+
+    def proportion(values: list[bool]) -> Proportion:
+        return Proportion(sum(values), len(values))
+
+    def below(p: Proportion) -> bool:
+        return p.interval is not None and p.interval[0] < target
+
+    def clearly_below(p: Proportion) -> bool:
+        return p.interval is not None and p.interval[1] < target
+
+    per = {name: [MeasuredRow(key, proportion(v), clearly_below(proportion(v)))
+                  for key, v in sorted(values.items())]
+           for name, values in groups.items()}
+    over_time = []
+    day, stride = since, dt.timedelta(days=7 if weekly else 1)
+    if weekly:
+        day -= dt.timedelta(days=day.weekday())
+    while day <= until:
+        p = proportion(periods.get(day, []))
+        low_high = p.interval
+        over_time.append({"label": day.isoformat(), "short": f"{day:%b} {day.day}",
+                          "value": p.value, "n": p.n,
+                          "low": low_high[0] if low_high else None,
+                          "high": low_high[1] if low_high else None})
+        day += stride
+    overall = proportion(labels)
+    return MeasuredPrecision(
+        target=target, overall=overall, warn=below(overall), per=per, over_time=over_time,
+        svg=precision_over_time_svg(over_time, target=target),
+        all_right_needed=_all_right_needed(target))

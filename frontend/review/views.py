@@ -91,9 +91,14 @@ def replay(request: HttpRequest, task_id: Any) -> HttpResponse:
 def metrics(request: HttpRequest) -> HttpResponse:
     from frontend.review.metrics import GROUPINGS, metrics_page
 
+    from agents.learning import drifted_apps
+    from frontend.review.metrics import measured_precision
+
     page = metrics_page(request.GET)
     return render(request, "frontend/review/metrics.html", {
         "page": page, "groupings": GROUPINGS,
+        "measured": measured_precision(page.since, page.until, page.by),
+        "drifted": drifted_apps(),
     }, status=400 if page.errors else 200)
 
 
@@ -140,6 +145,13 @@ def calibration(request: HttpRequest) -> HttpResponse:
             errors.append(f"target: '{raw_target[:20]}' is not an autonomy precision between "
                           "0 and 1")
             target, status = DEFAULT_TARGET, 400
+    return _calibration_response(request, target, errors, status)
+
+
+def _calibration_response(request: HttpRequest, target: float, errors: list[str],
+                          status: int) -> HttpResponse:
+    from frontend.review.calibration import calibration_page, calibrator_versions
+
     page = calibration_page(target)
     page.errors = errors
     return render(request, "frontend/review/calibration.html", {
@@ -148,7 +160,31 @@ def calibration(request: HttpRequest) -> HttpResponse:
         "stored_default": InstallationSettings.objects.filter(pk=1).values_list(
             "default_threshold", flat=True).first(),
         "env_default": settings.KAIROS_DEFAULT_THRESHOLD,
+        "versions": calibrator_versions(), "refit_every": settings.KAIROS_REFIT_EVERY,
     }, status=status)
+
+
+@admin_required
+def rollback_calibrator(request: HttpRequest, version_id: int) -> HttpResponse:
+    """POST: make a kept calibrator version the one the gate reads (audited)."""
+    from agents import learning
+    from agents.models import CalibratorVersion
+    from frontend.review.calibration import DEFAULT_TARGET
+
+    if request.method != "POST":
+        return JsonResponse({"detail": "POST a rollback from /review/calibration/"},
+                            status=405)
+    version = CalibratorVersion.objects.filter(pk=version_id).first()
+    if version is None:
+        return _calibration_response(
+            request, DEFAULT_TARGET, [f"there is no calibrator version {version_id}"], 404)
+    try:
+        learning.rollback(request.user, version)
+    except learning.RollbackError as exc:
+        return _calibration_response(request, DEFAULT_TARGET, [exc.detail], exc.status)
+    messages.success(request, f"The {version.backend} calibrator is now version "
+                              f"{version.number}.")
+    return redirect("review_calibration")
 
 
 @admin_required

@@ -80,8 +80,13 @@ class Command(BaseCommand):
         parser.add_argument("--min-pairs", type=int, default=20,
                             help="refuse to fit on fewer labelled steps (default 20)")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--versions", action="store_true",
+                            help="list the evidence calibrator's versions (refits from this "
+                            "installation's labels), newest first, one per line")
 
     def handle(self, *args, **opts):
+        if opts["versions"]:
+            return self.list_versions(opts)
         if not 0 < opts["target"] < 1:
             raise CommandError("--target must be between 0 and 1 (an autonomy precision)")
         if opts["suite"] and not opts["backend"]:
@@ -185,6 +190,33 @@ class Command(BaseCommand):
                 f"(target {opts['target']:g})")
         self.stdout.write(f"wrote {out}; the openai backend uses it with "
                           f"KAIROS_LLM_CALIBRATION={out}")
+
+    def list_versions(self, opts) -> None:
+        """``--versions``: every kept version, newest first (agents/learning.py)."""
+        from agents.models import CalibratorVersion
+
+        versions = CalibratorVersion.objects.order_by("-created_at", "-number")
+        if opts["backend"]:
+            versions = versions.filter(backend=opts["backend"].strip().lower())
+        if opts["json"]:
+            self.stdout.write(json.dumps([{
+                "backend": v.backend, "number": v.number, "created_at": v.created_at.isoformat(),
+                "labels": v.labels, "scores": {k: x for k, x in v.scores.items()
+                                               if k != "reliability"},
+                "taken": v.taken, "current": v.current, "reason": v.reason,
+                "calibrator": v.digest} for v in versions]))
+            return
+        if not versions.exists():
+            self.stdout.write("no calibrator versions yet: the first refit comes after "
+                              f"{settings.KAIROS_REFIT_EVERY} labels (KAIROS_REFIT_EVERY)")
+            return
+        for v in versions:
+            brier = v.scores.get("brier_new")
+            score = f"held-out Brier {brier:.4f}" if brier is not None else "no held-out score"
+            flags = ("taken" if v.taken else "not taken") + (", current" if v.current else "")
+            self.stdout.write(
+                f"{v.backend} v{v.number}  {v.created_at:%Y-%m-%d %H:%M}  {v.labels} labels  "
+                f"{score}  {flags}  [{v.trigger}] {v.reason}")
 
     # --- the evidence calibrator (issue 12) -------------------------------------------
 
