@@ -81,8 +81,8 @@ def relabel(apps: Any) -> dict[str, int]:
             first = (Step.objects.filter(task_id=ticket.task_id, decided_by="operator",
                                          proposed_action__isnull=True, index__gt=step.index)
                      .filter(executed_action__isnull=False).order_by("index").first())
+            # Not an input made under a later take-over of the same task.
             later = Ticket.objects.filter(task_id=ticket.task_id, decision="takeover",
-                                          resolved_at__gt=ticket.resolved_at,
                                           step__index__gt=step.index)
             if first is not None and not later.filter(step__index__lt=first.index).exists():
                 human = first.executed_action
