@@ -16,7 +16,7 @@ from django.core.management import call_command
 
 from agents import services
 from agents.backends.base import Proposal
-from agents.models import Step, Task, Ticket, TrainingRecord
+from agents.models import Step, Ticket, TrainingRecord
 from agents.training.relabel import relabel
 from devices.actions import Action
 from devices.models import Device
