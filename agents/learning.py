@@ -28,13 +28,13 @@ from django.db.models import F, Max, Q
 from agents.calibration.drift import DEFAULT_TARGET, WINDOW, DriftState, drift_state
 from agents.models import (
     CalibratorVersion, Decision, DecidedBy, Step, StepStatus, Task, Ticket, TicketKind,
-    TicketStatus,
+    TicketReason, TicketStatus,
 )
 from agents.training.labels import agent_was_right
 
 logger = logging.getLogger(__name__)
 
-SPOT_CHECK = "spot_check"  # TicketReason of a spot check (issue 24, item 2)
+SPOT_CHECK = TicketReason.SPOT_CHECK  # issue 24, item 2
 TARGET_AUTONOMY_PRECISION = DEFAULT_TARGET  # 0.95, as /review/calibration/'s default
 LABEL_DECISIONS = (Decision.APPROVE, Decision.EDIT, Decision.TAKEOVER)
 SOURCE_TICKET, SOURCE_SPOT_CHECK, SOURCE_VERDICT = "ticket", "spot_check", "verdict"
@@ -61,7 +61,10 @@ class InstallationLabel:
 def ticket_right(ticket: Ticket) -> bool | None:
     """What a resolved ticket says about its step's proposal (None: nothing). The one
     place refits, drift and the measured precision read a ticket's label: item 1's
-    corrections (an edit identical to the proposal is an approval) belong here."""
+    corrections (an edit identical to the proposal is an approval) are stored on the
+    ticket as ``agent_right``; older tickets without it fall back to the decision."""
+    if ticket.agent_right is not None:
+        return ticket.agent_right
     return agent_was_right(ticket.decision)
 
 
@@ -112,14 +115,11 @@ def gather_labels(backend: str | None = None, *, with_evidence: bool = False,
 # END USERS' VERDICTS (issue 24, item 3) — the one place they enter what is learnt.
 # A finished task whose owner said "yes, Kairos did what I asked" (Task.verdict_right
 # True) labels each step that acted alone right and confident; a "no" (False) labels
-# none of them (which step was wrong is unknown) and keeps them out. Until the verdict
-# fields exist on Task this returns nothing; once they are merged the guard below is
-# always true and can be removed.
+# none of them (which step was wrong is unknown) and keeps them out. Those steps acted
+# alone without a ticket, so only the verdict speaks for them.
 # ======================================================================================
 def verdict_labels(backend: str | None = None, *, with_evidence: bool = False,
                    app: str | None = None) -> list[InstallationLabel]:
-    if "verdict_right" not in {f.name for f in Task._meta.get_fields()}:
-        return []
     steps = (Step.objects.filter(task__verdict_right=True, status=StepStatus.DONE,
                                  decided_by=DecidedBy.AGENT, tickets__isnull=True)
              .exclude(executed_action=None).select_related("task", "task__device"))
@@ -141,8 +141,6 @@ def verdict_labels(backend: str | None = None, *, with_evidence: bool = False,
 
 def verdict_label_count(backend: str) -> int:
     """How many verdict labels with evidence ``backend`` has (see :func:`verdict_labels`)."""
-    if "verdict_right" not in {f.name for f in Task._meta.get_fields()}:
-        return 0
     return (Step.objects.filter(task__verdict_right=True, task__backend=backend,
                                 status=StepStatus.DONE, decided_by=DecidedBy.AGENT,
                                 tickets__isnull=True, extra__has_key="evidence")

@@ -10,7 +10,7 @@ toggle-state check → sensitive action → repeated failure → clarification �
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from agents.backends.base import HistoryEntry, Proposal, StepContext
 from agents.safety import Harm, current_policy
@@ -196,6 +196,26 @@ def reflect(action: Action, changed: bool, target: UINode | None, excluded: set[
         return False  # a Retry that failed once is still the way out of an error screen
     excluded.add(target.key)
     return True
+
+
+_INTERNAL_ID = re.compile(r"^node-\d+$")
+
+
+def shown_name(action: Action, nodes: list[UINode]) -> Action:
+    """``action`` with its element named as the phone shows it (text, content
+    description, the row's caption), never an internal id such as ``node-2`` or a
+    resource id (issue 24, item 1): the console's element picker sends the node's key,
+    and logs, histories and exports read the name."""
+    if action.type not in POINT_TYPES:
+        return action
+    name = display_label(action, nodes)
+    element = action.element
+    if name:
+        element = name[:200]
+    elif element and (_INTERNAL_ID.match(element) or
+                      any(element in (n.key, n.resource_id) for n in nodes)):
+        element = None
+    return action if element == action.element else replace(action, element=element)
 
 
 def history_entry(index: int, action: Action, by: str, changed: bool,

@@ -77,6 +77,11 @@ class Task(models.Model):
     # through a conditional UPDATE (which ``auto_now`` does not see), so the stall sweep
     # (agents/recovery.py) reads this instead of ``updated_at``.
     progressed_at = models.DateTimeField(null=True, blank=True)
+    # The owner's answer to "Did Kairos do what you asked?" once the task finished
+    # (services.record_verdict): None until they answer, at most once.
+    verdict_right = models.BooleanField(null=True, blank=True)
+    verdict_note = models.TextField(blank=True)
+    verdict_at = models.DateTimeField(null=True, blank=True)
 
     objects = TaskQuerySet.as_manager()
 
@@ -185,6 +190,9 @@ class TicketReason(models.TextChoices):
     MODEL_ERROR = "model_error", "Model error"
     DEVICE_ERROR = "device_error", "Device error"
     AMBIGUOUS_INTENT = "ambiguous_intent", "Ambiguous intent"
+    # A step the gate would have let act alone, asked anyway at random (KAIROS_SPOT_CHECK):
+    # its decision is an unbiased label of the steps that act alone.
+    SPOT_CHECK = "spot_check", "Spot check"
 
 
 class TicketStatus(models.TextChoices):
@@ -222,6 +230,11 @@ class Ticket(models.Model):
     )
     decision = models.CharField(max_length=10, choices=Decision.choices, blank=True)
     human_action = models.JSONField(null=True, blank=True)
+    # The label the decision gives the proposal (agents/training/labels.py): True when the
+    # person did what the agent proposed (approve, an identical edit, a take-over whose
+    # first input is the proposed action), False when they replaced it, None when the
+    # decision judges no action (answer, abort) or the ticket is not decided.
+    agent_right = models.BooleanField(null=True, blank=True)
     answer = models.TextField(blank=True)
     resolved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,

@@ -23,6 +23,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from agents import events, loop
+from agents.spot_checks import SPOT_CHECK_NOTE, spot_check, system_rng
 from agents.backends.base import HistoryEntry, Proposal, StepContext
 from agents.models import (
     ACTIVE_TASK_STATUSES, DecidedBy, Decision, Message, Step, StepStatus, Task,
@@ -437,6 +438,17 @@ def run_step(task_id: Any, index: int) -> str:
     return execute_step(task, step)
 
 
+_spot_rng = system_rng()  # the operating system's entropy: nothing can predict a draw
+
+
+def spot_check_share(device: Device | None) -> float:
+    """The share of would-be autonomous steps asked anyway: the phone's own, else
+    ``KAIROS_SPOT_CHECK`` (issue 24, item 2)."""
+    if device is not None and device.spot_check is not None:
+        return float(device.spot_check)
+    return float(settings.KAIROS_SPOT_CHECK)
+
+
 def _json_safe(value: Any) -> Any:
     """A backend's free-form ``extra`` as plain JSON (odd values become strings)."""
     try:
@@ -476,6 +488,10 @@ def _propose_step(task: Task, index: int) -> Step | None:
     decided = time.perf_counter()
     proposed = decision.action or proposal.action
     executes = decision.outcome == loop.EXECUTE and decision.action is not None
+    # A random share of the steps that would act alone is asked anyway (issue 24): drawn
+    # here, after the backend has proposed, so no backend sees or predicts the draw.
+    spot = executes and spot_check(spot_check_share(task.device), _spot_rng)
+    executes = executes and not spot
     # The screenshot file is written first so the step row is inserted complete, in one
     # statement; a duplicate delivery that loses the insert removes its file again.
     screenshot = default_storage.save(
@@ -505,6 +521,9 @@ def _propose_step(task: Task, index: int) -> Step | None:
             elif decision.outcome == loop.TICKET:
                 open_ticket(task, step, TicketKind.INTERVENTION, decision.reason or
                             TicketReason.LOW_CONFIDENCE, note=decision.note)
+            elif spot:
+                open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.SPOT_CHECK,
+                            note=SPOT_CHECK_NOTE)
     except IntegrityError:
         default_storage.delete(screenshot)
         return None
@@ -882,6 +901,8 @@ def check_resolution(ticket: Ticket, decision: Any, action: Any = None,
         checked = validate_action(action, (device.width, device.height))
         if isinstance(checked, ActionError):
             raise ServiceError(f"invalid action: {checked.message}")
+        if ticket.step is not None and ticket.step.ui_nodes:
+            checked = loop.shown_name(checked, nodes_from_json(ticket.step.ui_nodes))
         return Resolution(decision, action=checked)
     if decision == Decision.ABORT and isinstance(answer, str) and answer.strip():
         # An abort may say why; the user reads it in their chat.
@@ -892,14 +913,22 @@ def check_resolution(ticket: Ticket, decision: Any, action: Any = None,
 def resolve_ticket(ticket: Ticket, user: Any, decision: Any, action: Any = None,
                    answer: Any = None) -> Ticket:
     """Approve / edit / take over / answer / abort. Exactly one resolution wins."""
+    from agents.training.labels import judge
+
     resolution = check_resolution(ticket, decision, action, answer)
     now = timezone.now()
+    human_action = resolution.action.to_json() if resolution.action else None
+    step = ticket.step
+    # What the decision says about the proposal: an edit that changes nothing labels it
+    # right; a take-over is wrong until its first input says otherwise (operator_input).
+    right = judge(resolution.decision, step.proposed_action if step else None, human_action,
+                  step.ui_nodes if step else None)
     with transaction.atomic():
         won = Ticket.objects.filter(
             Q(status=TicketStatus.OPEN) | Q(status=TicketStatus.CLAIMED, assignee=user)
             | _stale_claim(), id=ticket.id,
         ).update(status=TicketStatus.RESOLVED, decision=resolution.decision,
-                 human_action=resolution.action.to_json() if resolution.action else None,
+                 human_action=human_action, agent_right=right,
                  answer=resolution.answer, resolved_by=user, resolved_at=now,
                  assignee=user)
         ticket.refresh_from_db()
@@ -967,10 +996,10 @@ def _resume(task: Task, from_statuses: tuple, next_index: int) -> None:
 
 
 def _record_training(ticket: Ticket, task: Task, user: Any) -> None:
-    from agents.training.labels import score_label
+    from agents.training.labels import score_of
 
     step = ticket.step
-    label = score_label(ticket.decision)  # OS-Kairos Eq. 3, see agents/training/labels.py
+    label = score_of(ticket.agent_right)  # OS-Kairos Eq. 3, see agents/training/labels.py
     seconds = (ticket.resolved_at - ticket.created_at).total_seconds() if ticket.resolved_at \
         else None
     TrainingRecord.objects.create(
@@ -1017,7 +1046,7 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
     were lost (issue 11, item 8). Each now waits its turn and runs in the order it got
     the lock, as the phone executes them anyway.
     """
-    check_takeover_holder(task, user)
+    takeover = check_takeover_holder(task, user)
     checked = validate_action(action, (task.device.width, task.device.height))
     if isinstance(checked, ActionError):
         raise ServiceError(f"invalid action: {checked.message}")
@@ -1034,6 +1063,7 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
             observation = client.observe(task.device.name)
         except DeviceError as exc:
             raise DeviceUnavailable(str(exc)) from None
+        checked = loop.shown_name(checked, observation.nodes)  # "Navigate up", not node-2
         step = Step.objects.create(
             task=task, index=index, frame=observation.frame, screen_width=observation.width,
             screen_height=observation.height, app=observation.app,
@@ -1065,12 +1095,30 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
                 else f"error: {outcome.error}"[:255],
                 executed_at=timezone.now())
         Task.objects.filter(id=task.id).update(cursor=index + 1)
+        if error is None:
+            _label_takeover(takeover, checked)
         task.refresh_from_db()
         events.task_updated(task)
     if error is not None:
         raise error
     step.refresh_from_db()
     return step
+
+
+def _label_takeover(ticket: Ticket, action: Action) -> None:
+    """A take-over's first input labels the step it replaced (issue 24, item 1): it is
+    the person's action for that step, and the proposal was right when it is the same.
+    Later inputs belong to later screens and label nothing."""
+    from agents.training.labels import judge, score_of
+
+    step = ticket.step
+    if step is None:
+        return
+    right = judge(Decision.TAKEOVER, step.proposed_action, action.to_json(), step.ui_nodes)
+    if Ticket.objects.filter(id=ticket.id, human_action__isnull=True).update(
+            human_action=action.to_json(), agent_right=right):
+        TrainingRecord.objects.filter(ticket_id=ticket.id).update(
+            human_action=action.to_json(), score_label=score_of(right))
 
 
 def hand_back(task: Task, user: Any) -> Task:
@@ -1140,6 +1188,73 @@ def post_message(task: Task, user: Any, text: Any, ticket_id: Any = None) -> Mes
                 assignee=user).update(status=TicketStatus.OPEN, assignee=None, claimed_at=None)
             resolve_ticket(ticket, user, Decision.ANSWER, answer=text)
     return message
+
+
+# --- the owner's verdict ---------------------------------------------------------------
+
+MAX_VERDICT_NOTE_LENGTH = 2000
+
+
+def check_verdict(right: Any, note: Any) -> tuple[bool, str]:
+    if not isinstance(right, bool):
+        raise ServiceError("'right' must be true or false")
+    if note is None:
+        note = ""
+    if not isinstance(note, str):
+        raise ServiceError("'note' must be text")
+    note = check_text(note.strip(), "note")
+    if len(note) > MAX_VERDICT_NOTE_LENGTH:
+        raise ServiceError(f"the note is {len(note)} characters; at most "
+                           f"{MAX_VERDICT_NOTE_LENGTH}")
+    return right, note
+
+
+def record_verdict(task: Task, user: Any, right: Any, note: Any = None) -> Task:
+    """The owner's answer to "Did Kairos do what you asked?" (issue 24, item 3).
+
+    Owner only (operators may see the task, but only its owner knows what they meant),
+    once per task, and only once the task has finished. A "no" keeps the episode's
+    acted-alone steps out of ``learnable_steps`` and puts it at the top of /review/.
+    """
+    if task.owner_id != getattr(user, "pk", None):
+        raise Forbidden("only the task's owner says whether it did what they asked")
+    right, note = check_verdict(right, note)
+    with transaction.atomic():
+        won = Task.objects.filter(id=task.id, status__in=(
+            TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.ABORTED),
+            verdict_right__isnull=True).update(verdict_right=right, verdict_note=note,
+                                               verdict_at=timezone.now())
+        task.refresh_from_db()
+        if not won:
+            if not task.is_finished:
+                raise Conflict("the task has not finished yet; answer once it has")
+            raise Conflict("you have already answered for this task")
+        # A "yes" labels the steps that acted alone: it counts towards the next refit.
+        if right:
+            from agents.learning import schedule_due_refits
+            transaction.on_commit(schedule_due_refits)
+    return task
+
+
+def said_no_episodes(limit: int = 20):
+    """Finished tasks whose owner said Kairos did not do what they asked, newest first:
+    the top of the admins' review."""
+    return (Task.objects.filter(verdict_right=False).select_related("owner", "device")
+            .order_by("-verdict_at")[:limit])
+
+
+def learnable_steps():
+    """The executed steps this installation may learn from (issue 24, item 3).
+
+    Every done step with an executed action, except the steps that acted alone (no
+    ticket; the agent decided) in an episode whose owner said "no, that is not what I
+    asked": nobody judged those steps, and the one person who knows says the episode
+    went wrong. Steps a person decided stay: their label is the person's. A "yes"
+    confirms the acted-alone steps (``Task.verdict_right`` True).
+    """
+    return (Step.objects.filter(status=StepStatus.DONE, executed_action__isnull=False)
+            .exclude(Q(task__verdict_right=False) & Q(decided_by=DecidedBy.AGENT)
+                     & Q(tickets__isnull=True)))
 
 
 # --- the simulated operator ----------------------------------------------------------

@@ -37,6 +37,10 @@ class Device(models.Model):
     threshold = models.FloatField(
         null=True, blank=True,
         help_text="γ for new tasks on this phone, 0–5 (empty: the installation's default).")
+    spot_check = models.FloatField(
+        null=True, blank=True,
+        help_text="Share of the steps that would act alone asked anyway as spot checks, "
+                  "0–1 (empty: KAIROS_SPOT_CHECK).")
     users = models.ManyToManyField(
         "auth.User", blank=True, related_name="devices",
         help_text="End users who may run tasks on this device (empty: everyone).",

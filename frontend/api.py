@@ -25,7 +25,7 @@ from devices.host import DeviceError
 from frontend.models import ApiToken, hash_token
 from frontend.schemas import (
     DeviceOut, ErrorOut, InputIn, MessageIn, MessageOut, ResolveIn, StepOut, TaskIn, TaskOut,
-    TaskStatusName, TaskSummaryOut, TicketOut, TicketStatusName,
+    TaskStatusName, TaskSummaryOut, TicketOut, TicketStatusName, VerdictIn,
 )
 
 logger = logging.getLogger(__name__)
@@ -154,7 +154,8 @@ def links(status: int, pointer: str, param: str, *operations: str) -> dict[str, 
         for op in operations}}}}
 
 
-TASK_OPERATIONS = ("get_task", "abort_task", "post_message", "operator_input", "hand_back")
+TASK_OPERATIONS = ("get_task", "abort_task", "post_message", "operator_input", "hand_back",
+                   "post_verdict")
 TICKET_OPERATIONS = ("get_ticket", "claim_ticket", "release_ticket", "resolve_ticket")
 
 
@@ -255,8 +256,16 @@ def task_detail(task: Any) -> dict[str, Any]:
         "tickets": [events.ticket_json(t) for t in task.tickets.select_related(
             "step", "assignee", "task__device").order_by("created_at")],
         "messages": [events.message_json(m) for m in task.messages.select_related("author")],
+        "verdict": verdict_json(task),
     })
     return data
+
+
+def verdict_json(task: Any) -> dict[str, Any] | None:
+    if task.verdict_right is None:
+        return None
+    return {"right": task.verdict_right, "note": task.verdict_note,
+            "at": task.verdict_at.isoformat() if task.verdict_at else ""}
 
 
 @api.get("/devices", response={200: list[DeviceOut], **errors()}, tags=["devices"])
@@ -311,6 +320,16 @@ def post_message(request: HttpRequest, task_id: str, payload: MessageIn):
     """Write in the task's chat; from its owner this answers an open question."""
     task = services.access_task(request.user, task_id)
     return 201, events.message_json(services.post_message(task, request.user, payload.text))
+
+
+@api.post("/tasks/{task_id}/verdict", response={200: TaskOut, **errors(403, 404, 409)},
+          tags=["tasks"])
+def post_verdict(request: HttpRequest, task_id: str, payload: VerdictIn):
+    """The owner's answer to "Did Kairos do what you asked?" once the task has finished:
+    once per task (409 the second time, or before it finished); owner only."""
+    task = services.access_task(request.user, task_id)
+    return task_detail(services.record_verdict(task, request.user, payload.right,
+                                               payload.note))
 
 
 @api.post("/tasks/{task_id}/input", response={200: StepOut, **errors(403, 404, 409, 503)},

@@ -142,6 +142,7 @@ class TaskOut(TaskSummaryOut):
     steps: list[StepOut]
     tickets: list[TicketOut]
     messages: list[MessageOut]
+    verdict: VerdictOut | None = None  # the owner's "Did Kairos do what you asked?"
 
 
 NOT_BLANK = r"\S"
@@ -222,6 +223,17 @@ class ResolveIn(Schema):
         {"if": {"properties": {"decision": {"const": "edit"}}, "required": ["decision"]},
          "then": {"required": ["action"], "properties": {"action": _action_schema()}}},
     ]})
+
+
+class VerdictIn(Schema):
+    right: bool = Field(..., description="did Kairos do what you asked?", strict=True)
+    note: str | None = Field(None, max_length=2000, description="optional: what went wrong")
+
+
+class VerdictOut(Out):
+    right: bool
+    note: str = ""
+    at: str
 
 
 class MessageIn(Schema):

@@ -78,6 +78,32 @@ def set_device_threshold(actor: Any, device: Device, value: Any) -> float | None
     return gamma
 
 
+def check_share(value: Any) -> float | None:
+    """A spot-check share from a form: empty → None (KAIROS_SPOT_CHECK), else 0–1."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        raise ServiceError(f"the spot-check share must be a number between 0 and 1, not "
+                           f"'{str(value)[:20]}'") from None
+    if math.isnan(share) or not 0 <= share <= 1:
+        raise ServiceError(f"the spot-check share must be between 0 and 1, not {value}")
+    return share
+
+
+def set_device_spot_check(actor: Any, device: Device, value: Any) -> float | None:
+    """The share of a phone's would-be autonomous steps asked anyway (issue 24)."""
+    share = check_share(value)
+    with transaction.atomic():
+        before = Device.objects.filter(pk=device.pk).values_list("spot_check", flat=True).first()
+        Device.objects.filter(pk=device.pk).update(spot_check=share)
+        record_audit(actor, "spot_check.device", f"device {device.name}",
+                     {"spot_check": (before, share)})
+    device.spot_check = share
+    return share
+
+
 def set_devices_enabled(actor: Any, devices: Any, enabled: bool) -> int:
     """Enable or disable phones; only those whose switch flips are changed and audited."""
     changed = 0

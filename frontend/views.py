@@ -82,6 +82,12 @@ def task_detail(request: HttpRequest, task_id: Any) -> HttpResponse:
         try:
             if request.POST.get("abort"):
                 services.abort_task(task, request.user)
+            elif "verdict" in request.POST:
+                answer = request.POST.get("verdict")
+                if answer not in ("yes", "no"):
+                    raise services.ServiceError("answer yes or no")
+                services.record_verdict(task, request.user, answer == "yes",
+                                        request.POST.get("note", ""))
             else:
                 services.post_message(task, request.user, request.POST.get("text"),
                                       ticket_id=request.POST.get("ticket") or None)
@@ -95,6 +101,7 @@ def task_detail(request: HttpRequest, task_id: Any) -> HttpResponse:
         "final_shot": shots[-1] if task.is_finished and shots else None,
         "chat": task.messages.select_related("author"),
         "is_operator": services.is_operator(request.user),
+        "is_owner": task.owner_id == request.user.pk,
         "open_question": task.tickets.filter(kind="clarification", status__in=(
             TicketStatus.OPEN, TicketStatus.CLAIMED)).first(),
     })

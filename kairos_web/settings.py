@@ -219,6 +219,12 @@ KAIROS_DEFAULT_THRESHOLD = envfloat("KAIROS_DEFAULT_THRESHOLD", 4.0)
 if not 0 <= KAIROS_DEFAULT_THRESHOLD <= 5:
     raise ImproperlyConfigured("KAIROS_DEFAULT_THRESHOLD must be between 0 and 5")
 KAIROS_MAX_STEPS = envint("KAIROS_MAX_STEPS", 30)
+# The share of the steps that would act alone that are asked anyway, at random, as
+# ``spot_check`` tickets: their decisions measure the real autonomy precision (issue 24).
+# A phone's own share (on /review/calibration/) overrides it.
+KAIROS_SPOT_CHECK = envfloat("KAIROS_SPOT_CHECK", 0.05)
+if not 0 <= KAIROS_SPOT_CHECK <= 1:
+    raise ImproperlyConfigured("KAIROS_SPOT_CHECK must be between 0 and 1")
 # States the simulator's oracle may search from one state before it reports no path (a
 # dead end); evaluation only (`evaluate --oracle-budget` overrides it).
 KAIROS_ORACLE_BUDGET = envint("KAIROS_ORACLE_BUDGET", 50_000)

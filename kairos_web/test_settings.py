@@ -12,6 +12,10 @@ if "KAIROS_TEST_REDIS_URL" not in os.environ:
 else:
     os.environ.pop("REDIS_URL", None)
 
+# Spot checks ask random steps: off in tests (and the stacks they start) unless a test
+# turns them on, so a test's count of tickets does not depend on chance.
+os.environ.setdefault("KAIROS_SPOT_CHECK", "0")
+
 from kairos_web.settings import *  # noqa: E402,F401,F403
 
 # seed_demo hashes three passwords for nearly every test; PBKDF2's deliberate slowness

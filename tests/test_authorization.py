@@ -92,6 +92,10 @@ TABLE: dict[str, dict[str, Row]] = {
     "/api/tasks/{task_id}/input": {"POST": Row((401, 403, 404, 403, 403),
                                                body={"action": {"type": "PRESS_HOME"}})},
     "/api/tasks/{task_id}/hand_back": {"POST": Row((401, 403, 404, 403, 403))},
+    # The owner's verdict: only the owner (an operator who may see the task is refused);
+    # the owner's own is 409 here because the task is still running (issue 24).
+    "/api/tasks/{task_id}/verdict": {"POST": Row((401, 409, 404, 403, 403),
+                                                 body={"right": False, "note": "wrong alarm"})},
     "/api/tickets": {"GET": Row(E403)},
     "/api/tickets/{ticket_id}": {"GET": Row(E403)},
     "/api/tickets/{ticket_id}/claim": {"POST": Row(E403)},

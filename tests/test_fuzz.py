@@ -72,7 +72,8 @@ def _body_schema(spec: dict[str, Any]) -> dict[str, Any]:
 # so the hostile value reaches the code behind the first check.
 VALID = {"instruction": "Turn on Wi-Fi", "device": "sim-1", "text": "hello",
          "action": {"type": "CLICK", "x": 10, "y": 10}, "decision": "edit", "answer": "yes",
-         "threshold": 4, "backend": "heuristic", "suite": "toggles", "suite_task": "wifi_on"}
+         "threshold": 4, "backend": "heuristic", "suite": "toggles", "suite_task": "wifi_on",
+         "right": False, "note": "not what I asked"}
 
 
 def field_value(name: str) -> st.SearchStrategy:

@@ -68,9 +68,17 @@ def raw_score(confidence: float | None, extra: dict[str, Any] | None) -> float |
     return float(confidence) if confidence is not None else None
 
 
+def _right(ticket: Any, right_for: dict) -> bool:
+    """The ticket's stored label (issue 24: an edit or take-over that did what the agent
+    proposed is right), else what its decision says."""
+    if ticket.agent_right is not None:
+        return bool(ticket.agent_right)
+    return right_for[ticket.decision]
+
+
 def ticket_pairs(*, backend: str | None = None, model: str | None = None,
                  estimator: str | None = None) -> list[LabelledPair]:
-    """Pairs from resolved intervention tickets (approve → right, edit/take over → wrong)."""
+    """Pairs from resolved intervention tickets: their stored label (``Ticket.agent_right``)."""
     from agents.models import Decision, Ticket, TicketKind, TicketStatus
 
     right_for = {Decision.APPROVE: True, Decision.EDIT: False, Decision.TAKEOVER: False}
@@ -93,7 +101,7 @@ def ticket_pairs(*, backend: str | None = None, model: str | None = None,
         score = raw_score(step.confidence, extra)
         if score is None:
             continue
-        pairs.append(LabelledPair(score, right_for[ticket.decision], group, SOURCE_TICKETS,
+        pairs.append(LabelledPair(score, _right(ticket, right_for), group, SOURCE_TICKETS,
                                   str(ticket.id)))
     return pairs
 
@@ -180,7 +188,8 @@ def group_counts(pairs: Iterable[LabelledPair]) -> dict[Group, int]:
 def ticket_evidence_records(*, backend: str | None = None) -> list[dict[str, Any]]:
     """Labelled evidence from resolved intervention tickets, as probe-style records.
 
-    approve → right; edit / take over → wrong; abort (and answers) are left out — an
+    approve → right; edit / take over → wrong unless it did what the agent proposed
+    (``Ticket.agent_right``); abort (and answers) are left out — an
     abort says nothing about the action. Only steps whose backend stated evidence
     (``Step.extra["evidence"]``, written by the calibrated gate) count.
     """
@@ -200,6 +209,6 @@ def ticket_evidence_records(*, backend: str | None = None) -> list[dict[str, Any
             continue
         records.append({"source": "logs", "backend": ticket.task.backend, "suite": "logs",
                         "task": str(ticket.task_id), "app": ticket.step.app,
-                        "evidence": evidence, "right": right_for[ticket.decision],
+                        "evidence": evidence, "right": _right(ticket, right_for),
                         "decision": ticket.decision})
     return records

@@ -167,13 +167,14 @@ def _screen(width: Any, height: Any, device_w: Any, device_h: Any) -> tuple[int,
 # What each format reads: a sample needs less than a full record.
 _SAMPLE_FIELDS = (
     "id", "goal", "screenshot", "ui_nodes", "history", "agent_action", "human_action",
-    "decision", "task__device_id", "task__device__width", "task__device__height",
-    "ticket__step__screen_width", "ticket__step__screen_height",
+    "decision", "score_label", "task__device_id", "task__device__width",
+    "task__device__height", "ticket__step__screen_width", "ticket__step__screen_height",
 )
 _RECORD_FIELDS = _SAMPLE_FIELDS + (
     "ticket_id", "task_id", "step_index", "instruction", "plan", "agent_confidence",
-    "reason", "question", "answer", "score_label", "operator__username", "operator_seconds",
-    "created_at", "task__backend", "task__device__name",
+    "reason", "question", "answer", "operator__username", "operator_seconds",
+    "created_at", "task__backend", "task__device__name", "task__verdict_right",
+    "task__verdict_note",
 )
 
 
@@ -262,7 +263,8 @@ class Exporter:
             for sample in handoff_samples(decision=row["decision"],
                                           agent_action=row["agent_action"],
                                           human_action=row["human_action"], prompt=prompt,
-                                          screen=screen, image=image):
+                                          screen=screen, image=image,
+                                          label=row["score_label"]):
                 yield json.dumps(sharegpt_record(sample), ensure_ascii=False)
 
     @staticmethod
@@ -283,6 +285,7 @@ class Exporter:
                       "answer": row["answer"] or None, "operator": row["operator__username"],
                       "seconds": row["operator_seconds"]},
             "label": row["score_label"], "label_meaning": label_meaning(row["score_label"]),
+            "verdict": _verdict(row["task__verdict_right"], row["task__verdict_note"]),
         }
 
     # episodes ---------------------------------------------------------------------
@@ -292,7 +295,7 @@ class Exporter:
         "proposed_action", "confidence", "executed_action", "decided_by", "summary",
         "thought", "plan", "status", "task__instruction", "task__answers", "task__backend",
         "task__status", "task__success", "task__device__name", "task__device_id",
-        "task__created_at",
+        "task__created_at", "task__verdict_right", "task__verdict_note",
     )
 
     def _episode_lines(self) -> Iterator[str]:
@@ -304,16 +307,17 @@ class Exporter:
         decisions = (Ticket.objects.filter(task_id__in=tasks, status=TicketStatus.RESOLVED,
                                            step__isnull=False)
                      .order_by("task_id", "step__index").values_list(
-                         "task_id", "step__index", "decision", "reason", "human_action"))
+                         "task_id", "step__index", "decision", "reason", "human_action",
+                         "agent_right"))
         decision_rows = _PeekIterator(decisions.iterator(chunk_size=CHUNK))
         for task_id, group in groupby(steps.iterator(chunk_size=CHUNK),
                                       key=lambda r: r["task_id"]):
             self.stats.records += 1
             episode = list(group)  # one episode at a time: bounded by max_steps
-            decided: dict[int, tuple[str, str, Any]] = {}
-            for t, index, decision, reason, human in decision_rows.take_while(
+            decided: dict[int, tuple[str, str, Any, Any]] = {}
+            for t, index, decision, reason, human, right in decision_rows.take_while(
                     lambda r: r[0] == task_id, skip=lambda r: str(r[0]) < str(task_id)):
-                decided[index] = (decision, reason, human)
+                decided[index] = (decision, reason, human, right)
             yield from self._episode(episode, decided)
 
     def _episode(self, steps: list[dict[str, Any]], decided: dict[int, tuple]) -> Iterator[str]:
@@ -328,7 +332,7 @@ class Exporter:
             if row["screenshot"] and not has_image:
                 self.stats.missing_images += 1
             image = image_name(row["screenshot"]) if has_image else ""
-            decision = decided.get(row["index"], ("", "", None))
+            decision = decided.get(row["index"], ("", "", None, None))
             screen = (row["screen_width"] or 1080, row["screen_height"] or 2400)
             if self.fmt == "llamafactory" and image and row["executed_action"]:
                 prompt = prompt_text(goal=goal, history=history, ui_nodes=row["ui_nodes"] or [],
@@ -336,7 +340,8 @@ class Exporter:
                 sample = step_sample(executed_action=row["executed_action"],
                                      decided_by=row["decided_by"], decision=decision[0],
                                      task_succeeded=row["task__success"], prompt=prompt,
-                                     screen=screen, image=image)
+                                     screen=screen, image=image, right=decision[3],
+                                     learnable=first["task__verdict_right"] is not False)
                 if sample is not None:
                     yield json.dumps(sharegpt_record(sample), ensure_ascii=False)
             out_steps.append({
@@ -347,7 +352,8 @@ class Exporter:
                 "confidence": row["confidence"], "executed_action": row["executed_action"],
                 "decided_by": row["decided_by"], "status": row["status"],
                 "ticket": {"decision": decision[0], "reason": decision[1],
-                           "human_action": decision[2]} if decision[0] else None,
+                           "human_action": decision[2], "agent_right": decision[3]}
+                if decision[0] else None,
             })
             if row["executed_action"] and row["status"] == "done":
                 history.append(row["summary"] or str(row["executed_action"]))
@@ -357,7 +363,9 @@ class Exporter:
                 "goal": goal, "backend": first["task__backend"],
                 "device": first["task__device__name"], "status": first["task__status"],
                 "success": first["task__success"],
-                "created_at": first["task__created_at"].isoformat(), "steps": out_steps,
+                "created_at": first["task__created_at"].isoformat(),
+                "verdict": _verdict(first["task__verdict_right"], first["task__verdict_note"]),
+                "steps": out_steps,
             }, ensure_ascii=False)
 
     # screenshots (second pass) -----------------------------------------------------
@@ -375,6 +383,13 @@ class Exporter:
             if name != previous:  # two handoffs on one step share a screenshot
                 yield name
             previous = name
+
+
+def _verdict(right: bool | None, note: str) -> dict[str, Any] | None:
+    """The owner's answer to "Did Kairos do what you asked?", or None (not answered)."""
+    if right is None:
+        return None
+    return {"right": right, "note": note or None}
 
 
 class _PeekIterator:

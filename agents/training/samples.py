@@ -78,20 +78,25 @@ def _action(data: Any, screen: tuple[int, int]) -> Action | None:
 
 
 def handoff_samples(*, decision: str, agent_action: Any, human_action: Any, prompt: str,
-                    screen: tuple[int, int], image: str) -> list[Sample]:
+                    screen: tuple[int, int], image: str,
+                    label: int | None | str = "from decision") -> list[Sample]:
     """What one resolved intervention teaches (OS-Kairos Eq. 3, Sec. 4.2).
 
     The agent's own action with the person's verdict as its score (5 approved, 1 edited
     or taken over) teaches the model when to ask; an edit's replacement, with score 5,
     is a teacher demonstration (the probing framework's teacher action, Sec. 4.1).
-    Answers and aborts judge no action and give no sample.
+    Answers and aborts judge no action and give no sample. ``label`` is the stored one
+    (``TrainingRecord.score_label``): an edit that changed nothing, or a take-over whose
+    first input was the proposal, scores 5 (issue 24); without it, the decision's.
+    A take-over's first input is its teacher action, as an edit's is.
     """
-    label = score_label(decision)
+    if label == "from decision":
+        label = score_label(decision)
     agent = _action(agent_action, screen)
     if label is None or agent is None:
         return []
     out = [Sample(prompt, target_text(agent, label, screen), image, "agent", label)]
-    human = _action(human_action, screen) if decision == "edit" else None
+    human = _action(human_action, screen) if decision in ("edit", "takeover") else None
     if human is not None and not human.same_as(agent):
         out.append(Sample(prompt, target_text(human, SCORE_RIGHT, screen), image, "human",
                           SCORE_RIGHT))
@@ -100,7 +105,8 @@ def handoff_samples(*, decision: str, agent_action: Any, human_action: Any, prom
 
 def step_sample(*, executed_action: Any, decided_by: str, decision: str | None,
                 task_succeeded: bool | None, prompt: str, screen: tuple[int, int],
-                image: str) -> Sample | None:
+                image: str, right: bool | None = None,
+                learnable: bool = True) -> Sample | None:
     """One executed step of a trajectory (``export_training --episodes``).
 
     A person's action (an edit or a take-over input) is a score-5 demonstration; an
@@ -110,10 +116,12 @@ def step_sample(*, executed_action: Any, decided_by: str, decision: str | None,
     action = _action(executed_action, screen)
     if action is None:
         return None
-    if decided_by == "operator" or decision == "approve":
+    if decided_by == "operator" or decision == "approve" or right is True:
         return Sample(prompt, target_text(action, SCORE_RIGHT, screen), image,
                       "human" if decided_by == "operator" else "agent", SCORE_RIGHT)
-    if task_succeeded:
+    if task_succeeded and learnable:
+        # ``learnable`` False: the owner said the task was not what they asked (a "no"
+        # verdict), so its acted-alone steps teach nothing (issue 24, item 3).
         return Sample(prompt, target_text(action, SCORE_RIGHT, screen), image, "agent",
                       SCORE_RIGHT)
     return None

@@ -17,7 +17,6 @@ from agents.confidence import autonomy_precision, reliability_table, suggest_thr
 from agents.metrics import Proportion, wilson_interval
 from agents.models import Decision, Step, Ticket, TicketKind, TicketStatus
 from agents.plot import reliability_svg
-from agents.training.labels import agent_was_right
 
 GAMMAS = tuple(g / 2 for g in range(2, 11))  # 1, 1.5, …, 5
 DEFAULT_TARGET = 0.95
@@ -57,11 +56,11 @@ def decided_pairs() -> dict[str, list[tuple[float, bool]]]:
                                   decision__in=(Decision.APPROVE, Decision.EDIT,
                                                 Decision.TAKEOVER),
                                   step_confidence__isnull=False)
-            .order_by().values_list("task__backend", "step_confidence", "decision")
+            .order_by().values_list("task__backend", "step_confidence", "agent_right")
             .iterator(chunk_size=2000))
     out: dict[str, list[tuple[float, bool]]] = {}
-    for backend, confidence, decision in rows:
-        out.setdefault(backend, []).append((float(confidence), bool(agent_was_right(decision))))
+    for backend, confidence, right in rows:
+        out.setdefault(backend, []).append((float(confidence), bool(right)))
     return out
 
 

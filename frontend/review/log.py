@@ -17,12 +17,15 @@ from django.utils import timezone
 from agents.models import (
     DecidedBy, Decision, Step, Task, TaskStatus, Ticket, TicketKind, TicketReason,
 )
-from agents.training.labels import label_meaning, score_label
+from agents.training.labels import label_meaning, score_of
 from frontend.review.words import action_words, decision_words, duration_words
 
 PAGE_SIZE = 50
 MAX_QUERY_LENGTH = 200
 PENDING = "pending"  # the decision filter's value for tickets nobody decided yet
+# The owner's verdict on the ticket's task ("Did Kairos do what you asked?", issue 24).
+VERDICTS = {"right": Q(verdict_right=True), "wrong": Q(verdict_right=False),
+            "none": Q(verdict_right__isnull=True)}
 
 SORTS = {
     "-when": ("-created_at", "-id"), "when": ("created_at", "id"),
@@ -78,6 +81,7 @@ class LogFilter:
     decision: str = ""
     operator: str = ""
     status: str = ""
+    verdict: str = ""
     min_conf: float | None = None
     max_conf: float | None = None
     q: str = ""
@@ -111,6 +115,7 @@ class LogFilter:
         read("decision", _choice({c.value for c in Decision} | {PENDING}))
         read("operator", _text)
         read("status", _choice({c.value for c in TaskStatus}))
+        read("verdict", _choice(set(VERDICTS)))
         read("min_conf", _confidence)
         read("max_conf", _confidence)
         read("q", _text)
@@ -131,7 +136,7 @@ class LogFilter:
             "until": self.until.isoformat() if self.until else "",
             "device": self.device, "backend": self.backend, "kind": self.kind,
             "reason": self.reason, "decision": self.decision, "operator": self.operator,
-            "status": self.status,
+            "status": self.status, "verdict": self.verdict,
             "min_conf": "" if self.min_conf is None else f"{self.min_conf:g}",
             "max_conf": "" if self.max_conf is None else f"{self.max_conf:g}",
             "q": self.q, "sort": "" if self.sort == "-when" else self.sort,
@@ -168,6 +173,8 @@ class LogFilter:
             task &= Q(device__name=self.device)
         if self.status and without != "status":
             task &= Q(status=self.status)
+        if self.verdict and without != "verdict":
+            task &= VERDICTS[self.verdict]
         if self.q:
             task &= Q(instruction__icontains=self.q)
         if task:
@@ -268,6 +275,7 @@ class LogPage:
 
 _ROW_FIELDS = (
     "id", "kind", "reason", "status", "note", "question", "answer", "decision", "human_action",
+    "agent_right", "task__verdict_right", "task__verdict_note",
     "created_at", "resolved_at", "task_id", "step_id", "resolved_by_id",
     "task__id", "task__instruction", "task__backend", "task__threshold", "task__status",
     "task__device_id", "task__device__name", "task__device__id",
@@ -339,7 +347,7 @@ def _operator_actions(takeovers: list[Ticket]) -> dict[Any, list[str]]:
 def _row(t: Ticket, operator_actions: list[str]) -> LogRow:
     step = t.step
     seconds = (t.resolved_at - t.created_at).total_seconds() if t.resolved_at else None
-    label = score_label(t.decision)
+    label = score_of(t.agent_right)  # the stored label (issue 24: an identical edit is right)
     if t.decision in (Decision.EDIT, Decision.APPROVE):
         human = action_words(t.human_action)
     elif t.decision == Decision.TAKEOVER:

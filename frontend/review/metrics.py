@@ -16,7 +16,6 @@ from django.utils import timezone
 
 from agents.metrics import Proportion, TaskRecord, logged_decision_metrics, task_metrics
 from agents.models import Decision, Step, Task, Ticket, TicketKind, TicketStatus, TrainingRecord
-from agents.training.labels import agent_was_right
 from frontend.review.log import FilterError, parse_date
 
 GROUPINGS = {"day": "day", "week": "week", "backend": "backend", "device": "device"}
@@ -124,14 +123,13 @@ def metrics_page(params: Mapping[str, str]) -> MetricsPage:
     seconds = dict(TrainingRecord.objects.filter(task__in=tasks).order_by()
                    .values_list(_key(by, "task__")).annotate(s=Sum("operator_seconds")))
     decided: dict[Any, list[tuple[bool, bool]]] = {}
-    for key, decision, confidence, threshold in (
+    for key, right, confidence, threshold in (
             Ticket.objects.filter(task__in=tasks, kind=TicketKind.INTERVENTION,
                                   status=TicketStatus.RESOLVED,
                                   decision__in=(Decision.APPROVE, Decision.EDIT,
                                                 Decision.TAKEOVER))
-            .order_by().values_list(_key(by, "task__"), "decision", "step_confidence",
+            .order_by().values_list(_key(by, "task__"), "agent_right", "step_confidence",
                                     "task__threshold")):
-        right = agent_was_right(decision)
         alone = confidence is not None and confidence >= threshold
         decided.setdefault(key, []).append((bool(right), alone))
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agents.models import DecidedBy, Decision, Message, Step, Task, Ticket
-from agents.training.labels import label_meaning, score_label
+from agents.training.labels import label_meaning, score_of
 from frontend.review.words import action_words, decision_words, duration_words
 
 POINT_TYPES = ("CLICK", "LONG_CLICK")
@@ -105,7 +105,7 @@ def build_replay(task: Task, requested_step: int | None) -> Replay:
         if agent:
             marks.append(agent)
         human_action = None
-        if ticket is not None and ticket.decision == Decision.EDIT:
+        if ticket is not None and ticket.decision in (Decision.EDIT, Decision.TAKEOVER):
             human_action = ticket.human_action
         elif operator_input:
             human_action = step.executed_action
@@ -114,7 +114,7 @@ def build_replay(task: Task, requested_step: int | None) -> Replay:
             marks.append(human)
         seconds = ((ticket.resolved_at - ticket.created_at).total_seconds()
                    if ticket is not None and ticket.resolved_at else None)
-        label = score_label(ticket.decision) if ticket else None
+        label = score_of(ticket.agent_right) if ticket else None
         out.append(ReplayStep(
             number=number, step=step, width=step.screen_width or task.device.width,
             height=step.screen_height or task.device.height,

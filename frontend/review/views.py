@@ -33,6 +33,8 @@ def _filter_choices() -> dict[str, list[tuple[str, str]]]:
         "reason": [(c.value, c.label) for c in TicketReason],
         "decision": [(c.value, c.label) for c in Decision] + [(PENDING, "Not decided yet")],
         "status": [(c.value, c.label) for c in TaskStatus],
+        "verdict": [("right", "Owner said yes"), ("wrong", "Owner said no"),
+                    ("none", "Not answered")],
         "device": [(n, n) for n in Device.objects.order_by("name").values_list("name",
                                                                                 flat=True)],
         "backend": [(n, n) for n in sorted(backend_names())],
@@ -47,7 +49,7 @@ def log(request: HttpRequest) -> HttpResponse:
     page = log_page(f)
     params = f.as_params()
     return render(request, "frontend/review/log.html", {
-        "page": page, "f": f, "choices": _filter_choices(), "sorts": SORT_LABELS,
+        "page": page, "said_no": services.said_no_episodes(), "f": f, "choices": _filter_choices(), "sorts": SORT_LABELS,
         "query": urlencode(params),
         "prev_query": urlencode(f.as_params(page=page.page - 1)) if page.page > 1 else None,
         "next_query": urlencode(f.as_params(page=page.page + 1))
@@ -128,8 +130,18 @@ def calibration(request: HttpRequest) -> HttpResponse:
                                                             request.POST.get("gamma"))
                 messages.success(request, f"γ for new tasks on {device.name}: " + (
                     f"{gamma:g}" if gamma is not None else "the installation default"))
+            elif scope == "spot_check":
+                device = Device.objects.filter(name=request.POST.get("device", "")).first()
+                if device is None:
+                    raise services.NotFound(
+                        f"no phone named '{request.POST.get('device', '')[:64]}'")
+                share = admin_services.set_device_spot_check(request.user, device,
+                                                             request.POST.get("share"))
+                messages.success(request, f"Spot checks on {device.name}: " + (
+                    f"{share:g} of the steps that would act alone" if share is not None else
+                    f"back to KAIROS_SPOT_CHECK ({settings.KAIROS_SPOT_CHECK:g})"))
             else:
-                raise services.ServiceError("scope must be 'default' or 'device'")
+                raise services.ServiceError("scope must be 'default', 'device' or 'spot_check'")
             return redirect("review_calibration")
         except services.ServiceError as exc:
             errors.append(exc.detail)
@@ -161,6 +173,7 @@ def _calibration_response(request: HttpRequest, target: float, errors: list[str]
             "default_threshold", flat=True).first(),
         "env_default": settings.KAIROS_DEFAULT_THRESHOLD,
         "versions": calibrator_versions(), "refit_every": settings.KAIROS_REFIT_EVERY,
+        "env_spot_check": settings.KAIROS_SPOT_CHECK,
     }, status=status)
 
 

@@ -59,10 +59,11 @@ def test_llamafactory_export_loads_and_its_targets_parse_back(tmp_path, episodes
     summary = export(tmp_path, "--format", "llamafactory")
     records = load_llamafactory(tmp_path)
     # approve → the agent's action scored 5; edit → the agent's scored 1 plus the person's
-    # scored 5; take-over → the agent's scored 1.
+    # scored 5; take-over → labelled by its first input, which tapped the proposed
+    # Settings icon: the agent's action scored 5, not 1 (issue 24).
     assert summary["records"] == 3 and len(records) == 4 == summary["samples"]
     scores = sorted(r["messages"][1]["content"].rsplit("Score: ", 1)[1] for r in records)
-    assert scores == ["1", "1", "5", "5"]
+    assert scores == ["1", "5", "5", "5"]
 
     by_target: dict[str, list[str]] = {}
     for r in records:
@@ -70,7 +71,7 @@ def test_llamafactory_export_loads_and_its_targets_parse_back(tmp_path, episodes
     for ticket in Ticket.objects.select_related("step", "task__device"):
         screen = (ticket.step.screen_width, ticket.step.screen_height)
         proposed = validate_action(ticket.step.proposed_action, screen)
-        label = {"approve": 5, "edit": 1, "takeover": 1}[ticket.decision]
+        label = {"approve": 5, "edit": 1, "takeover": 5}[ticket.decision]
         target = f"Action: {action_to_text(proposed, screen)}\nScore: {label}"
         assert target in by_target
         parsed = parse_scored_action(target, screen)

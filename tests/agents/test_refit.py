@@ -45,7 +45,8 @@ def ask_and_approve(demo, inline_steps, evidence: dict, right: bool) -> Ticket:
     if right:
         services.resolve_ticket(ticket, demo["operator"], "approve")
     else:
-        services.resolve_ticket(ticket, demo["operator"], "edit", {"type": "COMPLETE"})
+        # Another action than the proposal's: an identical edit would label it right.
+        services.resolve_ticket(ticket, demo["operator"], "edit", {"type": "IMPOSSIBLE"})
     inline_steps.drain()  # the task finishes, freeing the phone for the next one
     return ticket
 
@@ -163,3 +164,33 @@ def test_beat_runs_the_nightly_refit_with_a_task_the_workers_know():
     entry = app.conf.beat_schedule["refit-calibrators-nightly"]
     assert entry["task"] in app.tasks and entry["kwargs"] == {"trigger": "nightly"}
     assert (entry["schedule"].hour, entry["schedule"].minute) == ({3}, {30})
+
+
+@pytest.mark.django_db
+def test_an_owners_yes_labels_the_steps_that_acted_alone_and_a_no_labels_none(demo):
+    """Verdicts are labels too (issue 24, items 3–4): a "yes" confirms every step of the
+    episode that acted alone; a "no" says none of them was surely right, so none counts."""
+    from agents.models import DecidedBy, Step, StepStatus, Task, TaskStatus
+
+    def episode(instruction: str) -> Task:
+        task = Task.objects.create(owner=demo["user"], device=Device.objects.get(name="sim-1"),
+                                   instruction=instruction, threshold=4, backend="scripted",
+                                   status=TaskStatus.SUCCEEDED)
+        for index in range(3):
+            Step.objects.create(task=task, index=index, app="com.example.notes",
+                                confidence=5.0, status=StepStatus.DONE,
+                                decided_by=DecidedBy.AGENT,
+                                proposed_action={"type": "CLICK", "x": 1, "y": 1},
+                                executed_action={"type": "CLICK", "x": 1, "y": 1},
+                                extra={"evidence": dict(SURE)})
+        return task
+
+    confirmed, refused = episode("Turn on notes sync"), episode("Turn off notes sync")
+    assert learning.label_count("scripted") == 0
+    services.record_verdict(confirmed, demo["user"], True)
+    services.record_verdict(refused, demo["user"], False, "it turned it on")
+    labels = learning.gather_labels("scripted", with_evidence=True)
+    assert [(label.right, label.source) for label in labels] == [(True, "verdict")] * 3
+    assert {label.step_id for label in labels} == set(
+        confirmed.steps.values_list("id", flat=True))
+    assert learning.label_count("scripted") == 3

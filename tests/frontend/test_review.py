@@ -39,7 +39,10 @@ def test_the_log_reads_like_a_person_wrote_it(client, demo, episodes):
     assert "agent was right" in approved and "operator" in approved
     assert "Edited : Pressed Home" in edited and "agent was wrong" in edited
     # A take-over shows what the operator did on the phone, not an empty cell.
-    assert "Took over : Tapped at (" in taken and "admin" in taken
+    # The operator's tap is named as the phone shows it, and it did what the agent
+    # proposed (tap Settings): the take-over labels the proposal right (issue 24).
+    assert "Took over : Tapped ‘Settings’" in taken and "admin" in taken
+    assert "agent was right" in taken
     assert "{'type'" not in page and "&#x27;type&#x27;" not in page
 
 

@@ -145,6 +145,9 @@ class Command(BaseCommand):
             "task": task_id or str(task.id), "status": task.status, "success": task.success,
             "steps": len(actions), "interventions": task.interventions,
             "clarifications": task.clarifications, "actions": actions,
+            # Counted among the interventions: random checks of steps the gate would have
+            # let act alone (KAIROS_SPOT_CHECK; 0 turns them off), not the gate's asks.
+            "spot_checks": task.tickets.filter(reason="spot_check").count(),
         }
         if as_json:
             self.stdout.write(json.dumps(result))
@@ -157,4 +160,5 @@ class Command(BaseCommand):
             self.stdout.write(f"  {n:>2}. {fields}  ({who})")
         self.stdout.write(
             f"status: {task.status}  success: {task.success}  steps: {len(actions)}  "
-            f"interventions: {task.interventions}  clarifications: {task.clarifications}")
+            f"interventions: {task.interventions} (spot checks: {result['spot_checks']})  "
+            f"clarifications: {task.clarifications}")

@@ -13,7 +13,7 @@
     low_confidence: "Low confidence", ambiguous_intent: "Ambiguous intent",
     sensitive_action: "Sensitive action", parse_failure: "Unparseable output",
     toggle_state: "Toggle already set", repeated_failure: "Repeated failure",
-    device_error: "Device error",
+    device_error: "Device error", spot_check: "Spot check",
   };
 
   // --- plumbing ------------------------------------------------------------------------

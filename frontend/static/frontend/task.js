@@ -120,6 +120,9 @@
     if (ACTIVE.indexOf(task.status) < 0) {
       var abort = el("abort-form");
       if (abort) abort.remove();
+      // The owner is asked whether Kairos did what they asked (shown for owners only).
+      var verdict = el("verdict-form");
+      if (verdict) verdict.hidden = false;
       // After a reload the server already shows the final screenshot and says so.
       stopScreen(el("final-screen") ? null
         : el("live-screen").hidden ? "The task has finished." : "The screen when the task ended.");

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agents', '0005_installation_gamma_and_log_indexes'),
+        ('agents', '0007_relabel_handoffs'),
     ]
 
     operations = [
