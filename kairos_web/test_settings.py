@@ -15,6 +15,9 @@ else:
 # Spot checks ask random steps: off in tests (and the stacks they start) unless a test
 # turns them on, so a test's count of tickets does not depend on chance.
 os.environ.setdefault("KAIROS_SPOT_CHECK", "0")
+# Likewise refits: a long session that resolves many tickets would otherwise refit the
+# calibrator later tests read; the refit tests turn them on.
+os.environ.setdefault("KAIROS_REFIT_EVERY", "0")
 
 from kairos_web.settings import *  # noqa: E402,F401,F403
 
