@@ -23,6 +23,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from agents import events, loop
+from agents.appknowledge import with_purposes
 from agents.backends.base import HistoryEntry, Proposal, StepContext
 from agents.models import (
     ACTIVE_TASK_STATUSES, DecidedBy, Decision, Message, Step, StepStatus, Task,
@@ -462,7 +463,8 @@ def _propose_step(task: Task, index: int) -> Step | None:
     ctx = StepContext(
         instruction=task.instruction, observation=observation, history=_history(task),
         answers=list(task.answers), excluded_elements=set(task.excluded_elements),
-        apps=client.info(task.device.name).apps,  # adb phones list theirs too
+        # adb phones list theirs too, without descriptions: the agent knows the standard ones
+        apps=with_purposes(client.info(task.device.name).apps),
         references=_references(task), asked=list(task.asked), step_index=index,
     )
     try:
