@@ -26,6 +26,9 @@ from devices.uitree import UINode
 OCR_TEXT = "ocr.Text"
 OCR_SWITCH = "ocr.Switch"
 MIN_SCORE = 0.5  # OCR lines read with less confidence are dropped
+# OCR reads a screenshot at most this long: a phone's text is large enough at 1280 pixels,
+# and a full 1080×2400 screenshot costs about twice the time (docs/benchmarks.md).
+OCR_MAX_SIDE = 1280
 USEFUL_AREA = 0.5  # a labelled node covering more of the screen than this labels nothing
 
 _engine: Any = None
@@ -111,6 +114,9 @@ def detect_nodes(image: Image.Image, width: int, height: int, *, package: str = 
     """Detected elements of the screen in ``image`` (any size), as nodes in the screen's
     ``width`` × ``height`` pixels, indexed from ``start``: every OCR text line, and every
     switch labelled by the text line level with it on its left."""
+    if max(image.size) > OCR_MAX_SIDE:
+        scale = OCR_MAX_SIDE / max(image.size)
+        image = image.resize((round(image.width * scale), round(image.height * scale)))
     sx, sy = width / image.width, height / image.height
 
     def scaled(box: tuple[int, int, int, int]) -> tuple[int, int, int, int]:
