@@ -26,8 +26,9 @@ from devices.uitree import UINode
 OCR_TEXT = "ocr.Text"
 OCR_SWITCH = "ocr.Switch"
 MIN_SCORE = 0.5  # OCR lines read with less confidence are dropped
-# OCR reads a screenshot at most this long: a phone's text is large enough at 1280 pixels,
-# and a full 1080×2400 screenshot costs about twice the time (docs/benchmarks.md).
+# OCR reads a screenshot at most this long: a phone's text is large enough at 1280 pixels;
+# the full 1080×2400 costs ~1.4× the time and only puts a few more spaces between words
+# ("Connected devices" for "Connecteddevices"; docs/benchmarks.md, 2026-11-27).
 OCR_MAX_SIDE = 1280
 USEFUL_AREA = 0.5  # a labelled node covering more of the screen than this labels nothing
 
