@@ -15,6 +15,9 @@ RECORDED = Path(__file__).parent / "fixtures" / "query_activities_launcher.txt"
 
 
 def test_a_recorded_cmd_package_answer_gives_each_launcher_app_once_with_its_label() -> None:
+    # The answer is in the layout Android 14's ``cmd package query-activities`` prints
+    # (blocks of ActivityInfo/ApplicationInfo, labels as resource ids), with a Samsung
+    # clock and an app whose label is not localised.
     activities = parse_launcher_activities(RECORDED.read_text())
     assert activities == [
         ("com.android.settings", None), ("com.sec.android.app.clockpackage", None),
