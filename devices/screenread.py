@@ -102,7 +102,7 @@ def find_switches(image: Image.Image) -> list[tuple[tuple[int, int, int, int], b
         hull = cv2.convexHull(outline)
         if cv2.contourArea(outline) < 0.9 * cv2.contourArea(hull):
             continue  # a pill is convex; words and icons are not
-        # The track's colour between the thumb's two places: coloured is on.
+        # The track's colour (the median of the shape: the thumb is the smaller part).
         inside = rgb[y:y + h, x:x + w][component.astype(bool)]
         r, g, b = (float(v) for v in np.median(inside, axis=0))
         saturation = (max(r, g, b) - min(r, g, b)) / max(1.0, max(r, g, b))
@@ -134,6 +134,9 @@ def detect_nodes(image: Image.Image, width: int, height: int, *, package: str = 
             extra={"detected": True, "source": "ocr", "score": round(score, 3)},
         ))
     for box, on in find_switches(image):
+        if any(box[0] <= (b[0] + b[2]) / 2 <= box[2] and box[1] <= (b[1] + b[3]) / 2 <= box[3]
+               for b, _, _ in lines):
+            continue  # text inside: a pill-shaped button or chip, not a switch
         cy = (box[1] + box[3]) / 2
         level = [(b, t) for b, t, _ in lines
                  if b[2] <= box[0] and b[1] - (box[3] - box[1]) <= cy <= b[3] + (box[3] - box[1])]

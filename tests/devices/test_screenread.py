@@ -8,7 +8,9 @@ from difflib import SequenceMatcher
 import pytest
 
 from devices.actions import Action
-from devices.screenread import OCR_SWITCH, OCR_TEXT, detect_nodes, read_screen, tree_is_useful
+from devices.screenread import (
+    OCR_SWITCH, OCR_TEXT, detect_nodes, find_switches, read_screen, tree_is_useful,
+)
 from devices.sim import SimDevice
 from devices.uitree import UINode
 
@@ -90,3 +92,16 @@ def test_the_evidence_says_a_step_was_decided_on_detected_elements() -> None:
     assert proposal.action.type == "CLICK" and switch.contains(proposal.action.x, proposal.action.y)
     tree = backend.propose(StepContext(instruction="Turn on Bluetooth", observation=obs))
     assert "detected" not in tree.evidence
+
+
+def test_a_pill_shaped_button_with_text_is_not_taken_for_a_switch() -> None:
+    from PIL import Image, ImageDraw, ImageFont
+
+    image = Image.new("RGB", (360, 800), "white")
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((120, 385, 195, 415), radius=15, fill="#1A73E8")
+    draw.text((142, 390), "Buy", fill="white", font=ImageFont.load_default(size=16))
+    assert find_switches(image)  # its shape alone is a switch's (a coloured pill)
+    nodes = detect_nodes(image, 1080, 2400)
+    assert not any(n.cls == OCR_SWITCH for n in nodes)
+    assert any(n.cls == OCR_TEXT and n.text == "Buy" for n in nodes)
