@@ -21,6 +21,8 @@ StaR state-control benchmark records (a JSON list, or ``{"records": [...]}``), i
 benchmark's own layout: ``images`` (paths relative to the dataset's root folder, e.g.
 ``GUIData/stateControlBenchmark/…``), ``img_filename``, ``image_width``/``image_height``,
 ``bbox`` ``[x1, y1, x2, y2]`` on the 0–1000 grid, ``useBbox`` (match clicks with the box),
+or ``bbox: null`` with ``useBbox: false`` and a ``clickCoordinate`` ``[x, y]`` on the same
+grid (such a click is judged by distance alone, StaR App. A.2),
 ``annotation`` {``is_switch``, ``feature``, ``state_before_action``,
 ``state_after_action``, ``action_effect``}, ``posInstruction`` / ``negInstruction`` and
 their gold actions ``posAtlasAction`` / ``negAtlasAction`` in the OS-Atlas text form.
@@ -29,8 +31,11 @@ Each record gives a positive sample (gold: the click, matched with the box and t
 rule) and, when ``negInstruction`` is present, a negative one (gold: COMPLETE; the click it
 must *not* make is kept as ``inverse`` for N-FPR, StaR App. A.1 Eq. 12).
 
-What the agent is given is what a phone would give: the screenshot, and a UI tree only
-where the dataset has one (AITZ's detected elements; StaR has none). Gold information —
+What the agent is given is what a phone would give: the screenshot, and the elements the
+dataset detected on it where it has them (AITZ's ``ui_*`` fields, marked ``detected`` like
+the OCR path's own); the replay reads the other screenshots by OCR
+(:mod:`devices.screenread`). A record that cannot be read stops nothing when the caller
+collects ``problems``: it is reported with its index and reason. Gold information —
 the box, the annotated state, the feature — stays on the scoring side.
 """
 from __future__ import annotations
@@ -47,6 +52,7 @@ from devices.actions import (
     CLICK, COMPLETE, IMPOSSIBLE, PRESS_BACK, PRESS_ENTER, PRESS_HOME, SCROLL, TYPE, Action,
     ActionError, action_from_text,
 )
+from devices.screenread import OCR_TEXT
 from devices.uitree import Bounds, UINode
 
 # AITW action type codes (AITZ keeps them).
@@ -96,9 +102,12 @@ class DatasetEpisode:
 # --- AITZ ------------------------------------------------------------------------------
 
 
-def load_aitz(path: str | Path) -> list[DatasetEpisode]:
+def load_aitz(path: str | Path, problems: list[dict[str, Any]] | None = None,
+              ) -> list[DatasetEpisode]:
     """Every AITZ episode under ``path`` (an episode JSON file, or a folder searched
-    recursively for them), sorted by file path."""
+    recursively for them), sorted by file path. With ``problems``, an episode file that
+    cannot be read is left out and reported there (its index, file and reason) instead
+    of stopping the load."""
     root = Path(path)
     if root.is_file():
         files = [root]
@@ -108,7 +117,18 @@ def load_aitz(path: str | Path) -> list[DatasetEpisode]:
         raise DatasetError(f"{root}: no such file or folder")
     if not files:
         raise DatasetError(f"{root}: no AITZ episode JSON files found")
-    return [load_aitz_episode(file) for file in files]
+    episodes = []
+    for n, file in enumerate(files):
+        try:
+            episodes.append(load_aitz_episode(file))
+        except DatasetError as exc:
+            if problems is None:
+                raise
+            problems.append({"record": n, "file": str(file), "reason": str(exc)})
+    if not episodes:
+        raise DatasetError(f"{root}: no AITZ episode could be read "
+                           f"({problems[0]['reason'] if problems else 'none found'})")
+    return episodes
 
 
 def load_aitz_episode(file: str | Path) -> DatasetEpisode:
@@ -215,15 +235,17 @@ def _aitz_nodes(record: dict[str, Any], width: int, height: int, where: str) -> 
         text = str(texts[i] or "")
         # OCR'd text becomes node text; detected icons get their type as a description,
         # so an agent and a prompt can still name them ("ICON_GOOGLE" -> "google icon").
+        # They are detected elements (OCR text and icon detection, not a UI tree): marked
+        # as the OCR path marks its own (devices.screenread), so the evidence says so.
         is_icon = kind.startswith("ICON_")
         nodes.append(UINode(
             index=i,
-            cls="android.widget.ImageView" if is_icon else "android.widget.TextView",
+            cls="ocr.Icon" if is_icon else OCR_TEXT,
             text="" if is_icon else text,
             content_desc=(kind[5:].lower().replace("_", " ") + " icon") if is_icon else "",
             bounds=(left, top, right, bottom),
             clickable=True,
-            extra={"ui_type": kind},
+            extra={"ui_type": kind, "detected": True, "source": "aitz"},
         ))
     return nodes
 
@@ -256,9 +278,11 @@ def _find_image(file: Path, image_path: str, where: str) -> Path:
 # --- StaR toggle records ---------------------------------------------------------------
 
 
-def load_star(path: str | Path) -> list[DatasetEpisode]:
+def load_star(path: str | Path, problems: list[dict[str, Any]] | None = None,
+              ) -> list[DatasetEpisode]:
     """StaR toggle samples as one-step episodes: ``<id>+`` (positive) and ``<id>-``
-    (negative) for each record, in file order."""
+    (negative) for each record, in file order. With ``problems``, a record that cannot be
+    read is left out and reported there (its index and reason), and the rest load."""
     file = Path(path)
     if not file.is_file():
         raise DatasetError(f"{file}: no such file")
@@ -269,9 +293,15 @@ def load_star(path: str | Path) -> list[DatasetEpisode]:
         raise DatasetError(f"{file}: expected a JSON list of toggle records")
     episodes: list[DatasetEpisode] = []
     for n, record in enumerate(data):
-        episodes.extend(_star_samples(file, n, record))
+        try:
+            episodes.extend(_star_samples(file, n, record))
+        except DatasetError as exc:
+            if problems is None:
+                raise
+            problems.append({"record": n, "file": str(file), "reason": str(exc)})
     if not episodes:
-        raise DatasetError(f"{file}: no toggle records")
+        raise DatasetError(f"{file}: no toggle records"
+                           + (f" could be read ({problems[0]['reason']})" if problems else ""))
     return episodes
 
 
@@ -285,23 +315,25 @@ def _star_samples(file: Path, n: int, record: Any) -> list[DatasetEpisode]:
         where = f"{file} record {n} (id {record_id})"
     try:
         positive = str(record["posInstruction"]).strip()
-        raw_box = record["bbox"]
+        raw_box = record["bbox"] if not real else record.get("bbox")
         image_path = _star_image(file, record, where) if real else _legacy_image(file, record, where)
     except KeyError as exc:
         raise DatasetError(f"{where}: missing field {exc.args[0]!r}") from None
     width, height = _image_size(image_path, where)
     if real:
         _check_declared_size(record, width, height, where)
-    try:
-        x1, y1, x2, y2 = (float(v) for v in raw_box)
-    except (TypeError, ValueError):
-        raise DatasetError(f"{where}: bbox must be [x1, y1, x2, y2] on the 0-1000 grid") from None
-    if not (0 <= x1 < x2 <= 1000 and 0 <= y1 < y2 <= 1000):
-        raise DatasetError(f"{where}: bbox {raw_box} is not [x1, y1, x2, y2] within 0-1000")
-    bbox: Bounds = (
-        round(x1 * width / 1000), round(y1 * height / 1000),
-        round(x2 * width / 1000), round(y2 * height / 1000),
-    )
+    bbox: Bounds | None = None
+    if raw_box is not None:
+        try:
+            x1, y1, x2, y2 = (float(v) for v in raw_box)
+        except (TypeError, ValueError):
+            raise DatasetError(f"{where}: bbox must be [x1, y1, x2, y2] on the 0-1000 grid") from None
+        if not (0 <= x1 < x2 <= 1000 and 0 <= y1 < y2 <= 1000):
+            raise DatasetError(f"{where}: bbox {raw_box} is not [x1, y1, x2, y2] within 0-1000")
+        bbox = (
+            round(x1 * width / 1000), round(y1 * height / 1000),
+            round(x2 * width / 1000), round(y2 * height / 1000),
+        )
     annotation = record.get("annotation") if real else None
     if annotation is not None and not isinstance(annotation, dict):
         raise DatasetError(f"{where}: annotation must be an object")
@@ -310,16 +342,24 @@ def _star_samples(file: Path, n: int, record: Any) -> list[DatasetEpisode]:
     # navigates) keeps the usual 14%.
     is_toggle = bool(annotation.get("is_switch", True))
     use_box = bool(record.get("useBbox", True)) if real else True
-    centre = Action(
-        CLICK,
-        x=min(width - 1, (bbox[0] + bbox[2]) // 2),
-        y=min(height - 1, (bbox[1] + bbox[3]) // 2),
-    )
-    click_action = centre
+    click_action: Action | None = None
+    if bbox is not None:
+        click_action = Action(
+            CLICK,
+            x=min(width - 1, (bbox[0] + bbox[2]) // 2),
+            y=min(height - 1, (bbox[1] + bbox[3]) // 2),
+        )
     if real and record.get("posAtlasAction"):
         click_action = _atlas_action(record["posAtlasAction"], width, height,
                                      f"{where}: posAtlasAction")
-    click = GoldAction(click_action, bbox if use_box else None)
+    elif real and record.get("clickCoordinate") is not None:
+        click_action = _click_coordinate(record["clickCoordinate"], width, height, where)
+    if click_action is None:
+        raise DatasetError(f"{where}: bbox is null and the record has no clickCoordinate "
+                           "or posAtlasAction: nothing says where the click goes")
+    # StaR App. A.2: with no box (``bbox: null``, ``useBbox: false``) the click is judged
+    # by its distance from the gold point alone (4 % for toggles, 14 % otherwise).
+    click = GoldAction(click_action, bbox if (use_box and bbox is not None) else None)
     negative_gold = GoldAction(Action(COMPLETE))
     if real and record.get("negAtlasAction"):
         negative_gold = GoldAction(_atlas_action(record["negAtlasAction"], width, height,
@@ -346,6 +386,21 @@ def _star_samples(file: Path, n: int, record: Any) -> list[DatasetEpisode]:
             )],
         ))
     return samples
+
+
+def _click_coordinate(value: Any, width: int, height: int, where: str) -> Action:
+    """The benchmark's ``clickCoordinate``: ``[x, y]`` (or ``{"x":, "y":}``) on the 0–1000
+    grid, as its boxes and OS-Atlas actions are, in pixels of the screenshot."""
+    if isinstance(value, dict):
+        value = [value.get("x"), value.get("y")]
+    try:
+        x, y = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise DatasetError(f"{where}: clickCoordinate must be [x, y] on the 0-1000 grid") from None
+    if not (0 <= x <= 1000 and 0 <= y <= 1000):
+        raise DatasetError(f"{where}: clickCoordinate {value} is outside the 0-1000 grid")
+    return Action(CLICK, x=min(width - 1, round(x * width / 1000)),
+                  y=min(height - 1, round(y * height / 1000)))
 
 
 def _legacy_image(file: Path, record: dict[str, Any], where: str) -> Path:
@@ -400,12 +455,14 @@ def _atlas_action(text: Any, width: int, height: int, where: str) -> Action:
 # --- shared helpers --------------------------------------------------------------------
 
 
-def load_dataset(format: str, path: str | Path) -> list[DatasetEpisode]:
-    """``format`` is ``"aitz"`` or ``"star"``."""
+def load_dataset(format: str, path: str | Path,
+                 problems: list[dict[str, Any]] | None = None) -> list[DatasetEpisode]:
+    """``format`` is ``"aitz"`` or ``"star"``; with ``problems``, unreadable records are
+    reported there and skipped (see :func:`load_star`, :func:`load_aitz`)."""
     if format == "aitz":
-        return load_aitz(path)
+        return load_aitz(path, problems)
     if format == "star":
-        return load_star(path)
+        return load_star(path, problems)
     raise DatasetError(f"unknown dataset format {format!r}; expected 'aitz' or 'star'")
 
 

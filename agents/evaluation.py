@@ -28,6 +28,7 @@ from agents.metrics import (
 )
 from devices.actions import TERMINAL_TYPES, Action
 from devices.protocol import Observation
+from devices.screenread import detect_nodes
 from devices.sim.oracle import DEFAULT_MAX_STATES
 
 # γ used when replaying a dataset: the product's default (CONTRACT KAIROS_DEFAULT_THRESHOLD)
@@ -52,19 +53,36 @@ def evaluate_dataset(
 ) -> dict[str, Any]:
     """Replay a static dataset step by step with the **gold** history (teacher forcing).
 
-    At each step the backend sees the screenshot, the dataset's UI nodes where it has
-    them (AITZ's detected elements; StaR has none), the instruction and the gold actions
-    of the earlier steps, and its proposal is scored against the gold action with the
-    StaR App. A.2 rules. A backend that ``needs_ui_tree`` is not replayed on steps
-    without one; ``unscored_steps`` counts them and ``unsupported`` says why. Reported: ``type_acc``, ``sr``, ``tsr`` (an
+    At each step the backend sees the screenshot, the dataset's detected elements where it
+    has them (AITZ's), else the elements OCR reads on the screenshot (StaR:
+    :mod:`devices.screenread`), the instruction and the gold actions of the earlier steps, and its proposal is scored against the gold action with the
+    StaR App. A.2 rules (a StaR click without a box by distance alone). A backend that
+    ``needs_ui_tree`` is not replayed on steps where nothing could be read;
+    ``unscored_steps`` counts them and ``unsupported`` says why. A record that cannot be
+    read is skipped and listed under ``unreadable`` (index and reason), counted in
+    ``unreadable_records``. Reported: ``type_acc``, ``sr``, ``tsr`` (an
     episode succeeds when every one of its steps matched), the HSR family at ``threshold``
     (``needed`` = the prediction does not match, ``asked`` = the confidence gate of
     :func:`agents.loop.decide` would open a ticket) and, for ``star``, the toggle metrics
     of StaR App. A.1 under ``"toggle"``. ``backend`` is an object or a backend name.
     """
-    episodes = load_dataset(format, path)
+    problems: list[dict[str, Any]] = []
+    episodes = load_dataset(format, path, problems)
     if isinstance(backend, str):
         backend = _backend_by_name(backend)
+    # A screenshot the dataset detected nothing on (StaR: all of them) is read as a phone
+    # without a UI tree is (issue 27): OCR text and switches, marked as detected. Only
+    # pixels go in — never the gold box or the annotated state.
+    read: dict[Path, list[Any]] = {}
+    ocr_steps = 0
+    for episode in episodes:
+        for step in episode.steps:
+            if not step.nodes:
+                if step.image_path not in read:
+                    read[step.image_path] = detect_nodes(step.load_image(), step.width,
+                                                         step.height)
+                step.nodes = list(read[step.image_path])
+                ocr_steps += 1
     # A backend that reads only UI trees gets no made-up tree where the dataset has none
     # (StaR: screenshots only); those steps are left unscored and the report says so.
     unscored = 0
@@ -118,8 +136,13 @@ def evaluate_dataset(
             for record in records
         ],
         "per_step": per_step,
-        "input": "screenshot" if format == "star" else "screenshot + the dataset's UI elements",
+        "input": ("screenshot (read by OCR)" if format == "star" else
+                  "screenshot + the dataset's detected elements (OCR where it has none)"),
+        "ocr_steps": ocr_steps,
         "unscored_steps": unscored,
+        # records that could not be read: reported, not fatal (their index and reason)
+        "unreadable_records": len(problems),
+        "unreadable": problems,
     }
     if unscored:
         name = getattr(backend, "name", type(backend).__name__)
@@ -600,6 +623,11 @@ def _dataset_table(result: dict[str, Any]) -> str:
     ]
     if result.get("unsupported"):
         lines.append("NOT SCORED: " + result["unsupported"])
+    for problem in result.get("unreadable") or []:
+        lines.append(f"UNREADABLE record {problem['record']}: {problem['reason']}")
+    if result.get("unreadable_records"):
+        lines.append(f"{result['unreadable_records']} record(s) could not be read and were "
+                     "not scored")
     rows = [
         [header, _cell(result.get(key), "pct")]
         for key, header in (("type_acc", "Type"), ("sr", "SR"), ("tsr", "TSR"), ("hsr", "HSR"),

@@ -23,12 +23,13 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from agents import events, loop
-from agents.spot_checks import SPOT_CHECK_NOTE, spot_check, system_rng
+from agents.appknowledge import with_purposes
 from agents.backends.base import HistoryEntry, Proposal, StepContext
 from agents.models import (
     ACTIVE_TASK_STATUSES, DecidedBy, Decision, Message, Step, StepStatus, Task,
     TaskStatus, Ticket, TicketKind, TicketReason, TicketStatus, TrainingRecord,
 )
+from agents.spot_checks import SPOT_CHECK_NOTE, spot_check, system_rng
 from devices.actions import (
     COMPLETE, IMPOSSIBLE, TERMINAL_TYPES, Action, ActionError, ActionOutcome, text_problem,
     validate_action,
@@ -474,7 +475,8 @@ def _propose_step(task: Task, index: int) -> Step | None:
     ctx = StepContext(
         instruction=task.instruction, observation=observation, history=_history(task),
         answers=list(task.answers), excluded_elements=set(task.excluded_elements),
-        apps=client.info(task.device.name).apps,  # adb phones list theirs too
+        # adb phones list theirs too, without descriptions: the agent knows the standard ones
+        apps=with_purposes(client.info(task.device.name).apps),
         references=_references(task), asked=list(task.asked), step_index=index,
     )
     try:

@@ -80,3 +80,10 @@ def test_bench_observe_times_an_adb_phones_tree_and_screenshot_separately(transa
     assert result["samples"] == 5
     assert result["ui_tree_p50_ms"] > 0 and result["screencap_p50_ms"] > 0
     assert result["video_frame_p50_ms"] > 0
+
+
+def test_bench_observe_times_reading_a_screen_without_a_tree(transactional_db):
+    result = run_bench("observe", "--device", "adb-fake", "--ocr", "--samples", "1")
+    assert result["screenshot"] == "1080x2400" and result["ocr_1080x2400_p50_ms"] > 0
+    assert result["detected_nodes"] > 0 and result["observe_no_tree_nodes"] > 0
+    assert result["observe_no_tree_p50_ms"] > 0 and result["observe_tree_p50_ms"] > 0

@@ -32,7 +32,10 @@ def context_evidence(action: Action | None, ctx: StepContext) -> dict[str, Any]:
     * ``repeats`` — how often this same action was already performed in the episode;
       ``after_no_change`` — the previous action left the screen unchanged;
     * ``operator_steps`` — steps a person already decided in this episode;
-      ``history`` — steps so far (capped at 20: long episodes are alike).
+      ``history`` — steps so far (capped at 20: long episodes are alike);
+    * ``detected`` (only when true) — the screen was read from its screenshot (OCR text,
+      switches found by shape, a dataset's detected elements: nodes marked
+      ``extra["detected"]``), not from a UI tree: a misread is possible (issue 27).
     """
     goal_words = set(tokens(ctx.goal))
     evidence: dict[str, Any] = {"action": action.type if action is not None else "none"}
@@ -61,6 +64,8 @@ def context_evidence(action: Action | None, ctx: StepContext) -> dict[str, Any]:
     evidence["after_no_change"] = bool(ctx.history) and not ctx.history[-1].screen_changed
     evidence["operator_steps"] = sum(1 for entry in ctx.history if entry.by != "agent")
     evidence["history"] = min(len(ctx.history), 20)
+    if any(node.extra.get("detected") for node in nodes):
+        evidence["detected"] = True
     return evidence
 
 

@@ -188,6 +188,10 @@ class EvidenceCalibrator:
         elif self.guesses_among_unseen_apps(evidence, installed):
             reasons.append("opens an app the goal does not name as an app, on a phone "
                            "with apps not in the calibration data")
+        if evidence.get("detected") and "detected" not in self.numeric:
+            # Decided on elements read from a screenshot (issue 27), which the calibration
+            # data never had: how often such steps are right is not known.
+            reasons.append("decided on detected elements (OCR), not in the calibration data")
         for name, value in categorical_items(evidence).items():
             if "|" in name:
                 continue  # a cross is unfamiliar only through its parts

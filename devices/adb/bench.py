@@ -58,3 +58,49 @@ def bench_adb_observe(samples: int = 20) -> dict[str, Any]:
         "observe_p50_ms": _p(observe, 0.5), "observe_p95_ms": _p(observe, 0.95),
         "observe_mean_ms": round(statistics.fmean(observe), 2) if observe else None,
     }
+
+
+def bench_ocr_observe(samples: int = 5) -> dict[str, Any]:
+    """``bench observe --device adb-fake --ocr``: what reading a screen without a UI tree
+    costs (issue 27). The fake phone answers as a real one, its ``uiautomator dump``
+    saying "ERROR: could not get idle state.": ``observe`` then reads the screenshot by
+    OCR. Timed: OCR alone on a 1080×2400 screenshot (the phone's full ``screencap``, read at
+    1280 pixels), the
+    whole observation without a tree (failed dump, ``screencap``, ``dumpsys window``, OCR
+    of the 800-pixel screenshot the driver keeps) and, for comparison, with one."""
+    import io
+
+    from PIL import Image
+
+    from devices.actions import Action
+    from devices.adb.fake.phone import IDLE_STATE_ERROR
+    from devices.screenread import detect_nodes, ocr_engine
+
+    rig = FakeAdbRig()
+    try:
+        phone = rig.attach(SimDevice("bench-ocr"), real_phone=True)
+        phone.sim.perform(Action("OPENAPP", app="Settings"))
+        device = AdbDevice(phone.serial, rig.client, video=False, timeout=30)
+        try:
+            png = device._shell("screencap -p", binary=True)
+            full = Image.open(io.BytesIO(png)).convert("RGB")
+            ocr_engine()  # loading the models once per process is not an observation's cost
+            ocr_full = _timed(lambda: detect_nodes(full, *full.size), samples)
+            found = len(detect_nodes(full, *full.size))
+            with_tree = _timed(device.observe, samples)
+            phone.dump_error = IDLE_STATE_ERROR
+            without_tree = _timed(device.observe, samples)
+            nodes = device.observe().nodes
+        finally:
+            device.close()
+    finally:
+        rig.close()
+    return {
+        "device": "adb-fake (dump fails: OCR)", "samples": len(without_tree),
+        "screenshot": f"{full.width}x{full.height}", "detected_nodes": found,
+        "ocr_1080x2400_p50_ms": _p(ocr_full, 0.5), "ocr_1080x2400_p95_ms": _p(ocr_full, 0.95),
+        "observe_no_tree_p50_ms": _p(without_tree, 0.5),
+        "observe_no_tree_p95_ms": _p(without_tree, 0.95),
+        "observe_no_tree_nodes": len(nodes),
+        "observe_tree_p50_ms": _p(with_tree, 0.5), "observe_tree_p95_ms": _p(with_tree, 0.95),
+    }

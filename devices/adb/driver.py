@@ -1,7 +1,13 @@
 """An Android phone over adb, behind the device protocol (:mod:`devices.protocol`).
 
+* the apps a person can open: the launcher's activities (``cmd package query-activities``
+  for MAIN/LAUNCHER), named by their label (the phone's, else the usual label of a known
+  package, else the package's last word) — not every package ``pm list packages`` shows;
 * the UI tree from ``uiautomator dump``, parsed by :func:`devices.uitree.parse_uiautomator_xml`;
-  the foreground app is the package of the dump's first node;
+  the foreground app is the package of the dump's first node (``dumpsys window`` without
+  one). Where the dump fails ("ERROR: could not get idle state.") or names nothing, the
+  screenshot is read instead (:mod:`devices.screenread`: OCR text and switches, as
+  detected nodes merged with whatever the tree has);
 * the screenshot from the newest scrcpy video frame while a session is up, else
   ``screencap -p``;
 * actions through the scrcpy control socket while a session is up (touches, keys, text,
@@ -14,8 +20,10 @@ Pure Python: no Django. The adb server is reached at ``host:port`` (``KAIROS_ADB
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import logging
+import re
 import threading
 import time
 from typing import Any
@@ -29,6 +37,7 @@ from devices.actions import (
 from devices.adb import scrcpy
 from devices.adb.video import ScrcpySession
 from devices.protocol import AppInfo, DeviceInfo, Frame, Observation
+from devices.screenread import read_screen
 from devices.uitree import UINode, UITreeError, parse_uiautomator_xml
 
 logger = logging.getLogger(__name__)
@@ -40,16 +49,9 @@ KEYCODE_MOVE_END = 123
 LONG_PRESS_S = 0.7
 SETTLE_S = 1.0  # how long an action may take to show on screen before "unchanged"
 
-# Launcher labels of common packages; any other package is named from its last segment.
-KNOWN_APPS = {
-    "com.android.settings": "Settings", "com.android.chrome": "Chrome",
-    "com.google.android.gm": "Gmail", "com.google.android.apps.maps": "Maps",
-    "com.google.android.youtube": "YouTube", "com.android.vending": "Play Store",
-    "com.google.android.apps.messaging": "Messages", "com.google.android.dialer": "Phone",
-    "com.google.android.contacts": "Contacts", "com.google.android.calendar": "Calendar",
-    "com.google.android.deskclock": "Clock", "com.google.android.apps.photos": "Photos",
-    "com.google.android.GoogleCamera": "Camera", "com.whatsapp": "WhatsApp",
-}
+LAUNCHER_QUERY = ("cmd package query-activities -a android.intent.action.MAIN "
+                  "-c android.intent.category.LAUNCHER")
+_FOCUS_RE = re.compile(r"(?:mCurrentFocus|mFocusedApp)=\S+\{[^}]*?\s([A-Za-z][\w.]*)/")
 
 
 class AdbDeviceError(RuntimeError):
@@ -68,10 +70,38 @@ def attached_phones(client: Any) -> dict[str, str]:
     return {info.serial: info.state for info in client.list()}
 
 
-def label_for(package: str) -> str:
-    if package in KNOWN_APPS:
-        return KNOWN_APPS[package]
+def label_for(package: str, label: str | None = None) -> str:
+    """What the launcher calls ``package``: the phone's own label when it gives one, else
+    the usual label of a standard app (:mod:`agents.appknowledge`), else its last word."""
+    if label:
+        return label
+    from agents.appknowledge import label_for_package  # pure data, no Django
+
+    known = label_for_package(package)
+    if known:
+        return known
     return package.rsplit(".", 1)[-1].replace("_", " ").capitalize()
+
+
+def parse_launcher_activities(text: str) -> list[tuple[str, str | None]]:
+    """(package, label or None) of each activity in a ``cmd package query-activities``
+    answer, in order, each package once. Both forms are read: the full one (blocks with
+    ``packageName=`` and ``nonLocalizedLabel=``, usually ``null``: labels are resource
+    ids) and ``--brief`` (``package/activity`` lines)."""
+    found: dict[str, str | None] = {}
+    for block in re.split(r"^\s*Activity #\d+:\s*$", text, flags=re.M)[1:]:
+        package = re.search(r"packageName=(\S+)", block)
+        if package is None:
+            brief = re.search(r"^\s*([A-Za-z][\w.]*)/\S+\s*$", block, flags=re.M)
+            if brief is None:
+                continue
+            name = brief.group(1)
+        else:
+            name = package.group(1)
+        label = re.search(r"nonLocalizedLabel=(.*?)(?:\s+icon=|$)", block, flags=re.M)
+        value = label.group(1).strip() if label else ""
+        found.setdefault(name, None if value in ("", "null") else value)
+    return list(found.items())
 
 
 def escape_input_text(text: str) -> list[str]:
@@ -108,9 +138,7 @@ class AdbDevice:
         self._lock = threading.RLock()
         width, height = self._screen_size()
         model = self._shell("getprop ro.product.model").strip() or serial
-        packages = [line.split(":", 1)[1].strip() for line in
-                    self._shell("pm list packages").splitlines() if line.startswith("package:")]
-        apps = tuple(AppInfo(label_for(p), p) for p in sorted(packages))
+        apps = self._launcher_apps()
         self.info = DeviceInfo(name=serial, width=width, height=height, kind="adb", apps=apps)
         self.model = model
         self.session: ScrcpySession | None = None
@@ -128,6 +156,24 @@ class AdbDevice:
         except Exception as exc:
             raise AdbDeviceError(f"phone {self.serial} did not answer '{command.split()[0]}': "
                                  f"{exc}") from exc
+
+    def _launcher_apps(self) -> tuple[AppInfo, ...]:
+        """The apps a person can open, by launcher label; a phone whose ``cmd package``
+        cannot list activities (Android < 7) gives its user-installed packages and the
+        standard apps among the rest."""
+        activities = parse_launcher_activities(self._shell(LAUNCHER_QUERY))
+        if not activities:
+            from agents.appknowledge import label_for_package
+
+            def listed(flags: str) -> list[str]:
+                return [line.split(":", 1)[1].strip() for line in
+                        self._shell(f"pm list packages {flags}".strip()).splitlines()
+                        if line.startswith("package:")]
+            user = set(listed("-3"))
+            activities = [(p, None) for p in listed("")
+                          if p in user or label_for_package(p) is not None]
+        apps = [AppInfo(label_for(p, label), p) for p, label in activities]
+        return tuple(sorted(apps, key=lambda a: (a.name.lower(), a.package)))
 
     def _screen_size(self) -> tuple[int, int]:
         text = self._shell("wm size")
@@ -189,16 +235,32 @@ class AdbDevice:
         image.save(buf, format="JPEG", quality=80)
         return image, buf.getvalue()
 
+    def foreground_package(self) -> str:
+        """The focused app's package from ``dumpsys window`` ("" when it names none)."""
+        match = _FOCUS_RE.search(self._shell("dumpsys window"))
+        return match.group(1) if match else ""
+
     def observe(self) -> Observation:
         with self._lock:
-            nodes = self.ui_nodes()
+            tree_error = ""
+            try:
+                nodes = self.ui_nodes()
+            except AdbDeviceError as exc:
+                # No tree ("could not get idle state" on animated screens): the
+                # screenshot below still shows the screen. A phone that is gone fails there.
+                nodes, tree_error = [], str(exc)
             image, jpeg = self.screenshot()
             frame = self.latest_frame()
-            app = next((n.package for n in nodes if n.package), "")
+            app = next((n.package for n in nodes if n.package), "") or self.foreground_package()
             width, height = self.screen_size
-            return Observation(frame=frame.number, width=width, height=height, app=app, nodes=nodes, image=image,
-                               jpeg=jpeg, extra={"serial": self.serial,
-                                                 "streaming": self.streaming})
+            nodes, detected = read_screen(nodes, image, width, height, package=app)
+            extra: dict[str, Any] = {"serial": self.serial, "streaming": self.streaming}
+            if detected:
+                extra["detected"] = True  # nodes read from the screenshot (OCR)
+            if tree_error:
+                extra["tree_error"] = tree_error[:300]
+            return Observation(frame=frame.number, width=width, height=height, app=app,
+                               nodes=nodes, image=image, jpeg=jpeg, extra=extra)
 
     # --- frames ------------------------------------------------------------------------------
     def latest_frame(self) -> Frame:
@@ -249,8 +311,12 @@ class AdbDevice:
         if self.streaming and self.session:
             frame = self.session.latest_frame()
             return ("video", frame.number if frame else 0, frame.jpeg if frame else b"")
-        return ("tree", self._shell(f"uiautomator dump {DUMP_PATH} >/dev/null && "
-                                    f"cat {DUMP_PATH}"))
+        tree = self._shell(f"uiautomator dump {DUMP_PATH} >/dev/null && cat {DUMP_PATH}")
+        if "<hierarchy" in tree:
+            return ("tree", tree)
+        # no tree on this screen: the pixels tell a change
+        png = self._shell("screencap -p", binary=True)
+        return ("shot", hashlib.sha256(png).hexdigest())
 
     def _screen_changed(self, before: Any) -> bool:
         if before[0] == "video" and self.session:
@@ -374,7 +440,10 @@ class AdbDevice:
         except ValueError:
             return ("non-ASCII text needs the live video session (scrcpy); adb's "
                     "'input text' types ASCII only")
-        focused = next((n for n in self.ui_nodes() if n.focused), None)
+        try:
+            focused = next((n for n in self.ui_nodes() if n.focused), None)
+        except AdbDeviceError:
+            focused = None  # no tree: nothing tells what the field holds
         deletes = min(len(focused.text) if focused else 0, 500)
         clear = f"input keyevent {KEYCODE_MOVE_END}" + (
             " && input keyevent " + " ".join(["67"] * deletes) if deletes else "")

@@ -197,7 +197,9 @@ def test_unfamiliar_evidence_lowers_the_confidence_below_the_default_gamma():
     assert calibrator.confidence(familiar) >= 4
     for strange in ({**familiar, "rule": "never_seen_rule"},
                     {**familiar, "action": "LONG_CLICK"},
-                    {**familiar, "strength": 40.0}):
+                    {**familiar, "strength": 40.0},
+                    # decided on elements read from a screenshot (issue 27)
+                    {**familiar, "detected": True}):
         assert calibrator.unfamiliar(strange)
         assert calibrator.probability(strange) <= 0.5
         assert calibrator.confidence(strange) < 4

@@ -52,23 +52,42 @@ def test_no_gold_reaches_the_agent_only_the_screenshot():
     evaluate_dataset("star", RECORDS, Watcher())
     assert len(seen) == 5
     for ctx in seen:
-        assert ctx.observation.nodes == []  # StaR has no UI tree; none is made from the box
+        # StaR has no UI tree; what the agent gets is read from the pixels (OCR, switch
+        # shapes), every node marked detected — none is made from the gold box
+        assert ctx.observation.nodes and all(n.extra.get("detected") for n in ctx.observation.nodes)
+        assert not any(n.extra.get("source") not in ("ocr", "shape") for n in ctx.observation.nodes)
         assert ctx.observation.image.size == (270, 600)
         shown = json.dumps([ctx.instruction, ctx.observation.extra, [h.summary for h in ctx.history]])
         for secret in ("Disabled", "Enabled", "is_switch", "881", "bbox"):
             assert secret not in shown
 
 
-def test_the_heuristic_says_it_cannot_act_on_a_screenshot_alone(tmp_path):
+def test_the_heuristic_reads_the_screenshots_by_ocr_and_is_scored():
+    """Before issue 27 the heuristic could not act on StaR at all (no UI tree: 0 steps
+    scored); it now reads each screenshot's text and switches."""
     result = evaluate_dataset("star", RECORDS, "heuristic")
-    assert result["steps"] == 0 and result["unscored_steps"] == 5
+    assert result["steps"] == 5 and result["unscored_steps"] == 0 and result["ocr_steps"] == 5
+    assert result["toggle"]["p_amr"] == 1.0 and result["toggle"]["n_fpr"] == 0.0
+
+
+def test_a_screenshot_with_nothing_readable_is_not_scored_for_the_heuristic(tmp_path):
+    from PIL import Image
+
+    root = tmp_path / "GUIData" / "stateControlBenchmark" / "amex"
+    root.mkdir(parents=True)
+    Image.new("RGB", (270, 600), "white").save(root / "amex_settings_0001.png")
+    record = json.loads(RECORDS.read_text())[0]
+    path = tmp_path / "blank.json"
+    path.write_text(json.dumps([record]))
+    result = evaluate_dataset("star", path, "heuristic")
+    assert result["steps"] == 0 and result["unscored_steps"] == 2
     assert "cannot act on a screenshot alone" in result["unsupported"]
     assert "NOT SCORED" in format_table(result)
     out = tmp_path / "star.json"
     with pytest.raises(CommandError, match="nothing was scored"):
-        call_command("evaluate_dataset", str(RECORDS), "--format", "star", "--backend",
+        call_command("evaluate_dataset", str(path), "--format", "star", "--backend",
                      "heuristic", "--json", str(out), stdout=StringIO())
-    assert json.loads(out.read_text())["unscored_steps"] == 5
+    assert json.loads(out.read_text())["unscored_steps"] == 2
 
 
 def test_a_screenshot_model_is_scored_on_the_real_layout(fake_openai: FakeOpenAI):
@@ -124,3 +143,66 @@ def test_aitz_elements_do_not_depend_on_the_gold_action(tmp_path):
     [a], [b] = load_aitz(tmp_path / "a.json"), load_aitz(tmp_path / "b.json")
     assert a.steps[0].nodes == b.steps[0].nodes
     assert a.steps[0].gold.bbox != b.steps[0].gold.bbox
+
+
+NOBOX = STAR / "state_control_nobox.json"
+
+
+def test_records_without_a_box_are_judged_by_distance_from_their_click_coordinate():
+    """StaR's real file has records with ``bbox: null``, ``useBbox: false`` and a
+    ``clickCoordinate``: App. A.2 then judges a click by its distance alone — 4 % of the
+    screen for a toggle, 14 % for anything else."""
+    from agents.matching import actions_match
+
+    problems: list = []
+    episodes = {e.id: e.steps[0] for e in load_star(NOBOX, problems)}
+    assert list(episodes) == ["0+", "0-", "1+", "1-", "3+"]
+    wifi, display = episodes["1+"], episodes["3+"]
+    assert wifi.gold.bbox is None and wifi.gold.action.to_json() == {
+        "type": "CLICK", "x": 238, "y": 177}  # [881, 295] on the 0-1000 grid, 270x600
+    assert wifi.toggle and not display.toggle and display.gold.bbox is None
+
+    def judged(step, dx):
+        click = Action("CLICK", x=step.gold.action.x + dx, y=step.gold.action.y)
+        return actions_match(click, step.gold, screen=(270, 600), toggle=step.toggle)[1]
+
+    assert judged(wifi, 10) and not judged(wifi, 20)  # 4 % of 270 px is 10.8 px
+    assert judged(display, 20) and judged(display, 37) and not judged(display, 40)  # 14 %
+    assert episodes["1-"].gold.action.type == "COMPLETE"
+    assert episodes["1-"].inverse == wifi.gold
+
+
+def test_an_unreadable_record_is_reported_and_the_run_goes_on():
+    problems: list = []
+    load_star(NOBOX, problems)
+    assert [p["record"] for p in problems] == [2, 4]
+    assert "bbox is null and the record has no clickCoordinate" in problems[0]["reason"]
+    assert "amex_lost_0099.png' not found" in problems[1]["reason"]
+    with pytest.raises(DatasetError, match="record 2: bbox is null"):
+        load_star(NOBOX)  # a caller that collects nothing still hears of the first one
+    result = evaluate_dataset("star", NOBOX, "heuristic")
+    assert result["episodes"] == 5 and result["unreadable_records"] == 2
+    table = format_table(result)
+    assert "UNREADABLE record 2:" in table and "UNREADABLE record 4:" in table
+    assert "2 record(s) could not be read" in table
+    out = StringIO()
+    call_command("evaluate_dataset", str(NOBOX), "--format", "star", stdout=out)
+    assert "UNREADABLE record 4" in out.getvalue()
+
+
+def test_aitz_elements_are_marked_detected_and_a_broken_episode_does_not_stop_the_run(tmp_path):
+    from PIL import Image
+
+    Image.new("RGB", (100, 200)).save(tmp_path / "s.png")
+    step = {"episode_id": "e", "step_id": 0, "instruction": "open settings",
+            "image_path": "s.png", "ui_positions": "[[10, 10, 20, 30]]",
+            "ui_text": '["Settings"]', "ui_types": '["TEXT"]',
+            "result_action_type": 4, "result_touch_yx": "[0.1, 0.2]",
+            "result_lift_yx": "[0.1, 0.2]"}
+    (tmp_path / "a.json").write_text(json.dumps([step]))
+    (tmp_path / "b.json").write_text(json.dumps([{**step, "result_action_type": 99}]))
+    problems: list = []
+    [episode] = load_aitz(tmp_path, problems)
+    node = episode.steps[0].nodes[0]
+    assert node.text == "Settings" and node.extra["detected"] and node.cls == "ocr.Text"
+    assert problems[0]["record"] == 1 and "unknown result_action_type 99" in problems[0]["reason"]

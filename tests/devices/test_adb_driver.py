@@ -38,6 +38,7 @@ def test_observe_reads_the_ui_tree_screenshot_and_foreground_app(rig, phone) -> 
     assert device.info.kind == "adb" and (device.info.width, device.info.height) == (1080, 2400)
     assert {a.name for a in device.info.apps} >= {"Settings", "Maps", "Shop"}
     assert obs.app == "com.kairos.settings"
+    assert "detected" not in obs.extra  # a good tree: the screenshot is not read (no OCR)
     expected = {(n.text, n.bounds) for n in phone.sim.observe().nodes}
     assert {(n.text, n.bounds) for n in obs.nodes} == expected
     assert obs.image.size == (360, 800) and obs.jpeg[:2] == b"\xff\xd8"

@@ -41,3 +41,41 @@ def test_an_unknown_serial_says_so_and_falls_back_to_a_simulated_phone(rig) -> N
                  "--json", stdout=StringIO(), stderr=err)
     assert "no adb phone 'R58M000'" in err.getvalue()
     assert Device.objects.get(name="R58M000").kind == "sim"
+
+
+def _run(phone, instruction: str) -> dict:
+    out = StringIO()
+    call_command("run_task", instruction, "--device", phone.serial, "--threshold", "0",
+                 "--json", stdout=out)
+    return json.loads(out.getvalue())
+
+
+def test_turn_on_bluetooth_on_a_phone_that_describes_no_app(rig) -> None:
+    """A real phone lists system services among its packages and says nothing of what an
+    app is for: the agent still knows Bluetooth lives in Settings (issue 27)."""
+    phone = rig.attach(SimDevice("real-phone"), real_phone=True)
+    result = _run(phone, "Turn on Bluetooth")
+    assert phone.sim.state_vars["settings.bluetooth"] is True  # it happened on the phone
+    assert result["status"] == "succeeded", result
+    assert {"type": "OPENAPP", "app": "Settings"} in phone.actions
+    assert not any(a.get("app") in ("Bluetooth", "Systemui", "Media") for a in phone.actions)
+
+
+def test_turn_on_bluetooth_from_the_screenshot_when_the_tree_cannot_be_read(rig) -> None:
+    """``uiautomator dump`` answers "ERROR: could not get idle state." on every screen:
+    the agent reads the screenshot (OCR text and the switch's shape) and still succeeds."""
+    from devices.adb.fake.phone import IDLE_STATE_ERROR
+
+    phone = rig.attach(SimDevice("busy-phone"), real_phone=True)
+    phone.dump_error = IDLE_STATE_ERROR
+    result = _run(phone, "Turn on Bluetooth")
+    assert phone.sim.state_vars["settings.bluetooth"] is True
+    assert result["status"] == "succeeded", result
+    assert not any(c.startswith("cat /sdcard") for c in phone.commands if "uiautomator" in c)
+    from agents.models import Step
+
+    steps = Step.objects.filter(task__device__name=phone.serial).order_by("index")
+    # what the operator's element list and the logs show: the detected elements
+    assert all(any(n["class"] == "ocr.Text" for n in s.ui_nodes) for s in steps)
+    assert any(n["class"] == "ocr.Switch" and n["text"] == "Bluetooth"
+               for s in steps for n in s.ui_nodes)

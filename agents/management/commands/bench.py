@@ -50,6 +50,9 @@ class Command(BaseCommand):
                             help="observe, stream: the phone, 'sim' (default) or 'adb-fake' "
                                  "(the adb driver and scrcpy against the fake phone)")
         parser.add_argument("--samples", type=int, default=None, help="how many measurements")
+        parser.add_argument("--ocr", action="store_true",
+                            help="observe --device adb-fake: a phone whose UI tree cannot be "
+                                 "read, its screen read by OCR (1080x2400 screenshots)")
         parser.add_argument("--seconds", type=float, default=None,
                             help="stream: how long to measure (default 5)")
         parser.add_argument("--errands", default=None,
@@ -87,6 +90,11 @@ class Command(BaseCommand):
 
     def _run(self, name: str, opts) -> dict:
         samples = opts["samples"]
+        if name == "observe" and opts["device"] == "adb-fake" and opts["ocr"]:
+            from devices.adb.bench import bench_ocr_observe
+
+            return {"bench": "observe", **bench_ocr_observe(**({"samples": samples}
+                                                              if samples else {}))}
         if name == "observe" and opts["device"] == "adb-fake":
             from devices.adb.bench import bench_adb_observe
 

@@ -21,19 +21,47 @@ from devices.actions import Action
 from devices.adb import scrcpy
 from devices.adb.fake import scrcpy_end
 from devices.adb.fake.adbd import FakeAdbDevice, Stream, parse_service, shell_v2_packet
-from devices.uitree import nodes_to_uiautomator_xml
+from devices.uitree import UINode, nodes_to_uiautomator_xml
 
 KEY_ACTIONS = {3: "PRESS_HOME", 4: "PRESS_BACK", 66: "PRESS_ENTER"}
 KEYCODE_MOVE_END = 123
 LONG_PRESS_MS = 500
+# What ``uiautomator dump`` prints on a screen that never goes idle (animations, video).
+IDLE_STATE_ERROR = "ERROR: could not get idle state."
+
+# A real phone's packages: its apps under their real names, and many system services no
+# person opens (``pm list packages`` lists them all; only launcher activities are apps).
+REAL_PACKAGES = {
+    "com.kairos.settings": "com.android.settings",
+    "com.kairos.clock": "com.google.android.deskclock",
+    "com.kairos.maps": "com.google.android.apps.maps",
+    "com.kairos.messages": "com.google.android.apps.messaging",
+}
+SYSTEM_SERVICES = (
+    "android", "com.android.systemui", "com.android.providers.media",
+    "com.android.providers.contacts", "com.android.providers.settings",
+    "com.android.phone", "com.android.bluetooth", "com.android.nfc", "com.android.shell",
+    "com.android.wallpaper", "com.android.inputmethod.latin", "com.android.permissioncontroller",
+    "com.android.server.telecom", "com.google.android.gms", "com.google.android.gsf",
+    "com.google.android.webview", "com.google.android.ext.services",
+    "com.google.android.tts", "com.qualcomm.qti.telephonyservice",
+)
 
 
 class FakePhone:
     """A simulated phone reachable through the real adb server (``adb connect``)."""
 
     def __init__(self, sim: Any, *, model: str = "Kairos_Fake", port: int = 0,
-                 video_fps: int = 60):
+                 video_fps: int = 60, real_phone: bool = False):
         self.sim = sim
+        # real_phone: answer as a real phone does — real package names, system services
+        # in ``pm list packages``, launcher activities from ``cmd package
+        # query-activities`` (labels as resource ids), no app descriptions anywhere.
+        self.real_phone = real_phone
+        self.renames = dict(REAL_PACKAGES) if real_phone else {}
+        # what ``uiautomator dump`` answers instead of a tree (None: a tree), e.g.
+        # IDLE_STATE_ERROR; the screenshot still shows the screen.
+        self.dump_error: str | None = None
         self.files: dict[str, bytes] = {}
         self.video_fps = video_fps
         self.adbd = FakeAdbDevice(self.open_service, model=model, port=port)
@@ -43,7 +71,8 @@ class FakePhone:
         self._text = ""  # what the focused field holds, as typed through adb
         self._select_all = False
         self._lock = threading.RLock()
-        self.package_labels = {app.package: app.name for app in sim.info.apps}
+        self.package_labels = {self.renames.get(app.package, app.package): app.name
+                               for app in sim.info.apps}
         self.on_sent: Callable[[int, float], None] | None = None  # (pts, perf_counter)
         self.before_act: Callable[[Action], None] | None = None
 
@@ -162,11 +191,13 @@ class FakePhone:
         while argv and "=" in argv[0] and not argv[0].startswith("-"):
             key, _, value = argv.pop(0).partition("=")
             env[key] = value
+        err = out  # stderr: adb's plain shell merges it, and "> /dev/null" keeps it
         if ">" in argv:  # "cmd > /dev/null": output discarded
             argv = argv[:argv.index(">")]
             out = lambda _data: None  # noqa: E731
         name, args = argv[0], argv[1:]
         info = self.sim.info
+
         if name == "echo":
             out((" ".join(args) + "\n").encode())
         elif name == "getprop":
@@ -182,8 +213,19 @@ class FakePhone:
             out(buf.getvalue())
         elif name == "uiautomator" and args[:1] == ["dump"]:
             path = args[1] if len(args) > 1 else "/sdcard/window_dump.xml"
-            self.files[path] = nodes_to_uiautomator_xml(self.sim.observe().nodes).encode()
+            if self.dump_error is not None:
+                err((self.dump_error + "\n").encode())
+                return 1
+            self.files[path] = nodes_to_uiautomator_xml(self._nodes()).encode()
             out(f"UI hierchary dumped to: {path}\n".encode())  # sic, as Android prints it
+        elif name == "dumpsys" and args[:1] == ["window"]:
+            app = self.sim.observe().app
+            package = self.renames.get(app, app)
+            out(f"  mCurrentFocus=Window{{5d1e0a1 u0 {package}/{package}.MainActivity}}\n"
+                f"  mFocusedApp=ActivityRecord{{9c2f3b u0 {package}/.MainActivity t42}}\n"
+                .encode())
+        elif name == "cmd" and args[:2] == ["package", "query-activities"]:
+            out(self._launcher_activities(args[2:]).encode())
         elif name == "cat":
             for path in args:
                 if path not in self.files:
@@ -194,7 +236,10 @@ class FakePhone:
             for path in args:
                 self.files.pop(path, None)
         elif name == "pm" and args[:2] == ["list", "packages"]:
-            out("".join(f"package:{a.package}\n" for a in info.apps).encode())
+            packages = [self.renames.get(a.package, a.package) for a in info.apps]
+            if self.real_phone:
+                packages = sorted(set(packages) | set(SYSTEM_SERVICES))
+            out("".join(f"package:{p}\n" for p in packages).encode())
         elif name == "input":
             return self._input(args, out)
         elif name == "monkey":
@@ -209,6 +254,37 @@ class FakePhone:
             out(f"/system/bin/sh: {name}: inaccessible or not found\n".encode())
             return 127
         return 0
+
+    def _nodes(self) -> list[UINode]:
+        nodes = self.sim.observe().nodes
+        if not self.renames:
+            return nodes
+        return [UINode(**{**n.__dict__, "package": self.renames.get(n.package, n.package)})
+                for n in nodes]
+
+    def _launcher_activities(self, args: list[str]) -> str:
+        """``cmd package query-activities`` as Android 14 prints it for
+        ``-a android.intent.action.MAIN -c android.intent.category.LAUNCHER``: one block
+        per launcher activity; labels are resource ids (``nonLocalizedLabel=null``)."""
+        if "android.intent.category.LAUNCHER" not in args:
+            return "No activities found\n"
+        packages = sorted(self.package_labels)
+        lines = [f"{len(packages)} activities found:"]
+        for n, package in enumerate(packages):
+            lines += [
+                f"  Activity #{n}:",
+                "    priority=0 preferredOrder=0 match=0x108000 specificIndex=-1 isDefault=false",
+                "    ActivityInfo:",
+                f"      name={package}.MainActivity",
+                f"      packageName={package}",
+                f"      labelRes=0x7f13{n:04x} nonLocalizedLabel=null icon=0x7f0f0000 banner=0x0",
+                "      enabled=true exported=true directBootAware=false",
+                "      ApplicationInfo:",
+                f"        name={package}.App",
+                f"        packageName={package}",
+                f"        labelRes=0x7f13{n:04x} nonLocalizedLabel=null icon=0x7f0f0000 banner=0x0",
+            ]
+        return "\n".join(lines) + "\n"
 
     def _input(self, args: list[str], out: Callable[[bytes], None]) -> int:
         sub, rest = (args[0], args[1:]) if args else ("", [])
