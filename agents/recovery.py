@@ -17,6 +17,10 @@ is older than ``KAIROS_STALL_SECONDS``. Its step at the cursor is then:
   is never repeated; the step closes as ``unknown`` and the next step re-observes the screen
   (:func:`agents.services.abandon_executing_step`).
 
+The sweep also settles take-over inputs whose server died while the phone acted (the
+input's step is committed before the phone acts): the device host says whether it performed
+the step, and the step is recorded done or cancelled (``services.settle_orphaned_inputs``).
+
 Each recovery is claimed with a conditional UPDATE on ``progressed_at``, so several workers
 sweeping at once recover a task once. The bound a user can rely on: a stalled task moves
 again at most ``KAIROS_STALL_SECONDS + KAIROS_SWEEP_INTERVAL`` after it last progressed,
@@ -58,9 +62,14 @@ def sweep_stalled_tasks(*, now: datetime | None = None,
             done[str(task_id)] = recover_task(task_id, seen, now)
         except Exception:  # one bad task must not stop the sweep of the others
             logger.exception("could not recover stalled task %s", task_id)
-    for device_id in _free_devices_with_a_queue():
-        from agents import services
+    from agents import services
 
+    try:
+        # Take-over inputs a killed server left executing (issue 23, item 1).
+        done.update(services.settle_orphaned_inputs())
+    except Exception:
+        logger.exception("could not settle orphaned take-over inputs")
+    for device_id in _free_devices_with_a_queue():
         started = services.start_next_queued(device_id)
         if started is not None:
             done[str(started.id)] = "started"

@@ -334,3 +334,132 @@ def test_chaos(chaos_stack):
     assert fivexx == 0 and "Traceback" not in server_log and "Internal Server Error" not in \
         server_log, server_log[-3000:]
     assert max(recoveries, default=0.0) <= BOUND
+
+
+# --- serve killed during an operator's input (issue 23, item 1) -----------------------
+
+INPUT_PHONE = "chaos-input"
+# Each action takes this long on the phone, so a kill one second into an input lands while
+# the phone acts (the device host goes on and finishes it; its caller is gone).
+INPUT_LATENCY = 3.0
+
+
+@pytest.fixture
+def input_stack(demo, tmp_path):
+    from frontend.models import ApiToken
+
+    Device.objects.create(name=INPUT_PHONE, width=1080, height=2400)
+    port = free_port()
+    stack = Stack(devices=[INPUT_PHONE], journal=tmp_path / "journal", workers=1,
+                  action_latency=INPUT_LATENCY, serve_port=port, tag="chaos-input",
+                  env_extra={"KAIROS_STALL_SECONDS": "10", "KAIROS_SWEEP_INTERVAL": "1",
+                             "KAIROS_DEVICE_TIMEOUT": "8", "KAIROS_MAX_STEPS": "12",
+                             "ALLOWED_HOSTS": "127.0.0.1"})
+    for name in stack.names:
+        (ARTIFACTS / f"chaos-input-{name}.log").unlink(missing_ok=True)
+    stack.start_all()
+    base = f"http://127.0.0.1:{port}"
+    wait_for(lambda: _up(base), timeout=90, what="the server")
+    _, token = ApiToken.issue(demo["operator"])
+    http = httpx.Client(base_url=base, timeout=30, headers={"Authorization": f"Bearer {token}"})
+    try:
+        yield stack, base, http
+    finally:
+        http.close()
+        stack.stop_all()
+
+
+def _input_killed_midway(stack: Stack, base: str, http: httpx.Client, task_id: str,
+                         action: dict) -> None:
+    """Send ``action`` as the operator's input and ``kill -9`` serve while the phone acts,
+    then start serve again."""
+    def send() -> None:
+        try:
+            http.post(f"/api/tasks/{task_id}/input", json={"action": action})
+        except httpx.HTTPError:
+            pass  # the server died under it: no answer is the expected answer
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    # The moment of the kill, as the chaos monkey picks its moments (not a wait for
+    # something): one second into the three the phone takes to act.
+    time.sleep(1.0)
+    stack.kill("serve")
+    sender.join(timeout=10)
+    stack.restart("serve")
+    wait_for(lambda: _up(base), timeout=90, what="the restarted server")
+
+
+def _open_ticket(task_id: str):
+    from agents.models import Ticket
+
+    def ticket():
+        task = Task.objects.get(id=task_id)
+        assert not task.is_finished, f"the task ended before a person was asked: {task.error}"
+        return Ticket.objects.filter(task_id=task_id, status=TicketStatus.OPEN).first()
+    return wait_for(ticket, timeout=90, every=0.2, what="a ticket on the task")
+
+
+def test_serve_killed_during_an_operators_input_runs_nothing_unrecorded(input_stack):
+    """A kill -9 of serve while the phone performs an operator's input: the input's step
+    survives and is recorded with what the phone did, the next input gets a fresh step
+    and runs, and so does the agent's approved step after a hand-back that follows a
+    second such kill. The phone's own log and the steps done agree, action for action."""
+    from devices.host import RedisDeviceClient
+    from devices.sim import find_suite
+
+    stack, base, http = input_stack
+    suite_task = find_suite("toggles").tasks[0]
+    created = http.post("/api/tasks", json={
+        "instruction": suite_task.instruction, "device": INPUT_PHONE, "threshold": 5,
+        "suite": "toggles", "suite_task": suite_task.id})
+    assert created.status_code == 201, created.text
+    task_id = created.json()["id"]
+    ticket = _open_ticket(task_id)  # at γ 5 the agent asks before it acts
+    taken = http.post(f"/api/tickets/{ticket.id}/resolve", json={"decision": "takeover"})
+    assert taken.status_code == 200, taken.text
+
+    phone = RedisDeviceClient(os.environ["KAIROS_TEST_REDIS_URL"], timeout=20)
+    _input_killed_midway(stack, base, http, task_id, {"type": "OPENAPP", "app": "Clock"})
+    assert phone.observe(INPUT_PHONE).app == "com.kairos.clock"  # the phone did act
+
+    # The next input runs: the phone goes home (it stayed on Clock when the input's
+    # index was handed out again and the host answered with the old outcome).
+    home = http.post(f"/api/tasks/{task_id}/input", json={"action": {"type": "PRESS_HOME"}})
+    assert home.status_code == 200, home.text
+    assert phone.observe(INPUT_PHONE).app == "com.android.launcher3"
+
+    # Killed again mid-input, then handed straight back: the agent's next step is a
+    # fresh one, and approving it runs it on the phone.
+    _input_killed_midway(stack, base, http, task_id, {"type": "OPENAPP", "app": "Clock"})
+    back = http.post(f"/api/tasks/{task_id}/hand_back")
+    assert back.status_code == 200, back.text
+    handed_back_at = Task.objects.get(id=task_id).cursor
+    ticket = _open_ticket(task_id)
+    assert ticket.step.index == handed_back_at
+    approved = http.post(f"/api/tickets/{ticket.id}/resolve", json={"decision": "approve"} if
+                         ticket.step.proposed_action else
+                         {"decision": "edit", "action": {"type": "PRESS_BACK"}})
+    assert approved.status_code == 200, approved.text
+    wait_for(lambda: Task.objects.get(id=task_id).steps.filter(
+        index=handed_back_at, status__in=(StepStatus.DONE, StepStatus.CANCELLED)).exists(),
+        timeout=60, every=0.2, what="the approved step to run")
+    http.post(f"/api/tasks/{task_id}/abort")
+
+    # --- the phone's own log against the steps recorded --------------------------
+    logged = [e for e in read_action_log(stack.journal / "actions.jsonl")
+              if e["task"] == task_id]
+    ran = {e["step"]: e["action"] for e in logged}
+    assert len(ran) == len(logged), f"a step's action ran twice: {logged}"
+    task = Task.objects.get(id=task_id)
+    recorded = {s.index: s.executed_action for s in task.steps.filter(status=StepStatus.DONE)
+                if s.executed_action and s.executed_action["type"] not in TERMINAL_TYPES}
+    assert ran == recorded, (f"only run: {sorted(set(ran) - set(recorded))}, only recorded: "
+                             f"{sorted(set(recorded) - set(ran))}, differing: "
+                             f"{[i for i in ran if i in recorded and ran[i] != recorded[i]]}")
+    inputs = [s for s in task.steps.order_by("index") if s.decided_by == "operator"
+              and s.proposed_action is None]
+    assert [s.executed_action["type"] for s in inputs] == ["OPENAPP", "PRESS_HOME", "OPENAPP"]
+    assert handed_back_at in ran  # the approved step ran on the phone
+    server_log = (ARTIFACTS / "chaos-input-serve.log").read_text(errors="replace")
+    assert "Internal Server Error" not in server_log, server_log[-3000:]
