@@ -1283,6 +1283,23 @@ def schedule_escalation(ticket: Ticket) -> None:
         lambda: escalate_clarification_task.apply_async((str(ticket.id),), countdown=delay))
 
 
+def escalate_overdue_clarifications(now: Any = None) -> list[str]:
+    """The stall sweep's part (agents/recovery.py, issue 23, item 2): every question still
+    unanswered ``KAIROS_CLARIFICATION_TIMEOUT`` after it was asked goes to the operators.
+
+    The delayed hand-off :func:`schedule_escalation` sends is held by the worker that took
+    it: a worker killed whole leaves it in Redis's unacknowledged set for the transport's
+    visibility timeout (an hour). The database knows what is overdue; both paths escalate
+    through the same conditional UPDATE, so a question reaches operators once.
+    """
+    cutoff = (now or timezone.now()) - timedelta(
+        seconds=float(settings.KAIROS_CLARIFICATION_TIMEOUT))
+    overdue = Ticket.objects.filter(kind=TicketKind.CLARIFICATION, status=TicketStatus.OPEN,
+                                    escalated=False, created_at__lte=cutoff)
+    return [str(ticket_id) for ticket_id in overdue.values_list("id", flat=True)[:100]
+            if escalate_clarification(ticket_id)]
+
+
 def escalate_clarification(ticket_id: Any) -> bool:
     """A question the user left unanswered goes to the operators' queue (once)."""
     with transaction.atomic():

@@ -463,3 +463,90 @@ def test_serve_killed_during_an_operators_input_runs_nothing_unrecorded(input_st
     assert handed_back_at in ran  # the approved step ran on the phone
     server_log = (ARTIFACTS / "chaos-input-serve.log").read_text(errors="replace")
     assert "Internal Server Error" not in server_log, server_log[-3000:]
+
+
+# --- a worker killed while a question waits for its user (issue 23, item 2) -----------
+
+CLARIFICATION_TIMEOUT = 8.0
+
+
+@pytest.fixture
+def question_stack(demo, tmp_path):
+    from frontend.models import ApiToken
+
+    Device.objects.create(name="chaos-ask", width=1080, height=2400)
+    port = free_port()
+    stack = Stack(devices=["chaos-ask"], journal=tmp_path / "journal", workers=1,
+                  serve_port=port, tag="chaos-ask",
+                  env_extra={"KAIROS_STALL_SECONDS": str(STALL),
+                             "KAIROS_SWEEP_INTERVAL": str(SWEEP),
+                             "KAIROS_DEVICE_TIMEOUT": str(DEVICE_TIMEOUT),
+                             "KAIROS_CLARIFICATION_TIMEOUT": str(CLARIFICATION_TIMEOUT),
+                             "ALLOWED_HOSTS": "127.0.0.1"})
+    for name in stack.names:
+        (ARTIFACTS / f"chaos-ask-{name}.log").unlink(missing_ok=True)
+    stack.start_all()
+    base = f"http://127.0.0.1:{port}"
+    wait_for(lambda: _up(base), timeout=90, what="the server")
+    tokens = {who: ApiToken.issue(demo[who])[1] for who in ("user", "operator")}
+    clients = {who: httpx.Client(base_url=base, timeout=30,
+                                 headers={"Authorization": f"Bearer {token}"})
+               for who, token in tokens.items()}
+    try:
+        yield stack, clients
+    finally:
+        for client in clients.values():
+            client.close()
+        stack.stop_all()
+
+
+def _held_by_a_worker(ticket_id: str) -> bool:
+    """The delayed hand-off of ``ticket_id`` is in a worker's hands: reserved, in Redis's
+    unacknowledged set (kombu's Redis transport), not in the queue any more."""
+    import redis
+
+    conn = redis.Redis.from_url(os.environ["KAIROS_TEST_REDIS_URL"])
+    return any(ticket_id.encode() in payload for payload in conn.hvals("unacked"))
+
+
+def test_a_question_reaches_operators_when_the_worker_dies_while_it_waits(demo,
+                                                                         question_stack):
+    """The agent asks the user which Sam; the worker holding the question's delayed
+    hand-off is killed whole and restarted. The question is with operators within
+    KAIROS_CLARIFICATION_TIMEOUT plus the sweep's bound, and only once."""
+    from agents.models import Message, Ticket
+
+    stack, http = question_stack
+    created = http["user"].post("/api/tasks", json={
+        "instruction": "Text Sam that I'm running late", "device": "chaos-ask"})
+    assert created.status_code == 201, created.text
+    task_id = created.json()["id"]
+
+    def question():
+        task = Task.objects.get(id=task_id)
+        assert not task.is_finished, f"the task ended without asking: {task.error}"
+        for ticket in Ticket.objects.filter(task_id=task_id, status=TicketStatus.OPEN,
+                                            kind="intervention"):  # unsure of a step: go on
+            http["operator"].post(f"/api/tickets/{ticket.id}/resolve", json={
+                "decision": "approve"} if ticket.step and ticket.step.proposed_action else
+                {"decision": "edit", "action": {"type": "WAIT"}})
+        return Ticket.objects.filter(task_id=task_id, kind="clarification",
+                                     status=TicketStatus.OPEN).first()
+    ticket = wait_for(question, timeout=90, every=0.2, what="the agent to ask which Sam")
+    assert not ticket.escalated
+    wait_for(lambda: _held_by_a_worker(str(ticket.id)), timeout=CLARIFICATION_TIMEOUT,
+             every=0.05, what="a worker to hold the question's delayed hand-off")
+
+    stack.kill("worker1")  # kill -9 of the whole worker, its held hand-off with it
+    stack.restart("worker1")
+
+    def with_operators():
+        status, tickets = http["operator"].get("/api/tickets?status=open"), None
+        tickets = status.json() if status.status_code == 200 else []
+        return any(t["id"] == str(ticket.id) and t["escalated"] for t in tickets)
+    # The bound: the timeout from the question, then one sweep of a running worker (a
+    # restarted one needs some seconds to start on two loaded cores).
+    wait_for(with_operators, timeout=CLARIFICATION_TIMEOUT + SWEEP + 25.0, every=0.2,
+             what="the unanswered question to reach operators")
+    assert Message.objects.filter(task_id=task_id, text__startswith="No answer yet").count() == 1
+    assert Ticket.objects.get(id=ticket.id).status == TicketStatus.OPEN  # still theirs to answer
