@@ -1018,8 +1018,9 @@ def input_lock(task_id: Any, *, wait: bool = True) -> Iterator[bool]:
                 except Exception:  # the session is broken: closing it frees its locks
                     connection.close()
         return
-    with _input_locks_guard:
-        lock = _input_locks.setdefault(str(task_id), threading.Lock())
+    # Striped: a bounded set of locks, one picked by the task's id (two tasks sharing one
+    # only wait for each other's inputs now and then).
+    lock = _input_locks[uuid.UUID(str(task_id)).int % len(_input_locks)]
     held = lock.acquire(blocking=wait)
     try:
         yield held
@@ -1028,8 +1029,7 @@ def input_lock(task_id: Any, *, wait: bool = True) -> Iterator[bool]:
             lock.release()
 
 
-_input_locks: dict[str, threading.Lock] = {}
-_input_locks_guard = threading.Lock()
+_input_locks = tuple(threading.Lock() for _ in range(64))
 
 
 def _orphaned_inputs(task_id: Any):
