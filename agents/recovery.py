@@ -17,6 +17,14 @@ is older than ``KAIROS_STALL_SECONDS``. Its step at the cursor is then:
   is never repeated; the step closes as ``unknown`` and the next step re-observes the screen
   (:func:`agents.services.abandon_executing_step`).
 
+The sweep also settles take-over inputs whose server died while the phone acted (the
+input's step is committed before the phone acts): the device host says whether it performed
+the step, and the step is recorded done or cancelled (``services.settle_orphaned_inputs``).
+
+And it hands to operators every question still unanswered ``KAIROS_CLARIFICATION_TIMEOUT``
+after it was asked (``services.escalate_overdue_clarifications``): the delayed hand-off a
+worker killed whole held is stuck in Redis until the visibility timeout.
+
 Each recovery is claimed with a conditional UPDATE on ``progressed_at``, so several workers
 sweeping at once recover a task once. The bound a user can rely on: a stalled task moves
 again at most ``KAIROS_STALL_SECONDS + KAIROS_SWEEP_INTERVAL`` after it last progressed,
@@ -36,7 +44,8 @@ logger = logging.getLogger(__name__)
 
 def sweep_stalled_tasks(*, now: datetime | None = None,
                         stall_after: float | None = None) -> dict[str, str]:
-    """Recover every stalled running task; returns ``{task id: what was done}``.
+    """Recover every stalled running task; returns ``{task id: what was done}`` (for an
+    escalated question, ``{ticket id: …}``).
 
     Also starts a queued task whose phone nobody drives (belt and braces for a start that
     a dying process did not finish).
@@ -58,14 +67,25 @@ def sweep_stalled_tasks(*, now: datetime | None = None,
             done[str(task_id)] = recover_task(task_id, seen, now)
         except Exception:  # one bad task must not stop the sweep of the others
             logger.exception("could not recover stalled task %s", task_id)
-    for device_id in _free_devices_with_a_queue():
-        from agents import services
+    from agents import services
 
+    try:
+        # Take-over inputs a killed server left executing (issue 23, item 1).
+        done.update(services.settle_orphaned_inputs())
+    except Exception:
+        logger.exception("could not settle orphaned take-over inputs")
+    try:
+        # Questions whose delayed hand-off died with a worker (issue 23, item 2).
+        for ticket_id in services.escalate_overdue_clarifications(now):
+            done[ticket_id] = "escalated its overdue question to operators"
+    except Exception:
+        logger.exception("could not escalate overdue clarifications")
+    for device_id in _free_devices_with_a_queue():
         started = services.start_next_queued(device_id)
         if started is not None:
             done[str(started.id)] = "started"
     for task_id, what in done.items():
-        logger.warning("stall sweep: task %s %s", task_id, what)
+        logger.warning("stall sweep: %s %s", task_id, what)
     return done
 
 

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
+import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -1040,13 +1043,131 @@ def check_takeover_holder(task: Task, user: Any) -> Ticket:
     return ticket
 
 
+@contextmanager
+def input_lock(task_id: Any, *, wait: bool = True) -> Iterator[bool]:
+    """Serialise a task's take-over inputs, its hand-back and the settling of inputs a dead
+    server left, *across the phone's action* (issue 23, item 1).
+
+    An input's step is committed before the phone acts, so no transaction's row lock can
+    span the action. PostgreSQL: a session advisory lock on the task, which PostgreSQL
+    releases when the holding process dies (``kill -9`` of ``serve``). Other databases
+    (SQLite: the embedded default, one process): a lock of this process. Yields whether
+    the lock is held (always, with ``wait``).
+    """
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        key = int.from_bytes(uuid.UUID(str(task_id)).bytes[:8], "big", signed=True)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)" if wait
+                           else "SELECT pg_try_advisory_lock(%s)", [key])
+            held = True if wait else bool(cursor.fetchone()[0])
+        try:
+            yield held
+        finally:
+            if held:
+                try:
+                    with connection.cursor() as cursor:
+                        cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+                except Exception:  # the session is broken: closing it frees its locks
+                    connection.close()
+        return
+    # Striped: a bounded set of locks, one picked by the task's id (two tasks sharing one
+    # only wait for each other's inputs now and then).
+    lock = _input_locks[uuid.UUID(str(task_id)).int % len(_input_locks)]
+    held = lock.acquire(blocking=wait)
+    try:
+        yield held
+    finally:
+        if held:
+            lock.release()
+
+
+_input_locks = tuple(threading.Lock() for _ in range(64))
+
+
+def _orphaned_inputs(task_id: Any):
+    """Take-over inputs still marked executing though no request runs them any more (call
+    under :func:`input_lock`): their server died, or their phone stopped answering, while
+    the phone acted. An input's index is below the task's cursor from the moment it is
+    reserved; an agent's executing step is always at the cursor."""
+    return Step.objects.filter(task_id=task_id, status=StepStatus.EXECUTING,
+                               decided_by=DecidedBy.OPERATOR, proposed_action__isnull=True,
+                               index__lt=F("task__cursor"))
+
+
+def settle_inputs(task: Task) -> int:
+    """Record what the phone did for each orphaned input of ``task`` (under the input lock).
+
+    The device host is asked, as for a worker that died mid-action, whether it performed
+    the step (it answers in turn with the phone's other requests, after the step's own
+    perform has run or expired): performed, the step is done with the phone's outcome;
+    not performed, it is cancelled. Raises DeviceError when the host cannot be asked (the
+    step stays as it is, to be settled later). Returns how many steps were settled.
+    """
+    client = get_device_client()
+    settled = 0
+    for step in _orphaned_inputs(task.id):
+        action = validate_action(step.executed_action)
+        recorded = client.performed(task.device.name, _origin(task, step))
+        if recorded is not None and isinstance(action, Action):
+            _record_input(task, step, action, _outcome(recorded))
+        else:
+            Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                status=StepStatus.CANCELLED,
+                outcome="not run: the server stopped before the phone acted")
+        settled += 1
+    return settled
+
+
+def settle_orphaned_inputs() -> dict[str, str]:
+    """The stall sweep's part (agents/recovery.py): settle the inputs a dead server left on
+    every task whose inputs nobody is sending right now."""
+    done: dict[str, str] = {}
+    task_ids = set(Step.objects.filter(
+        status=StepStatus.EXECUTING, decided_by=DecidedBy.OPERATOR,
+        proposed_action__isnull=True, index__lt=F("task__cursor"),
+    ).values_list("task_id", flat=True)[:100])
+    for task in Task.objects.filter(id__in=task_ids).select_related("device"):
+        with input_lock(task.id, wait=False) as held:
+            if not held:
+                continue  # an input is being sent: its own request records it
+            try:
+                if settled := settle_inputs(task):
+                    done[str(task.id)] = f"settled {settled} orphaned input(s)"
+            except DeviceError as exc:
+                logger.warning("task %s: cannot settle its orphaned inputs yet: %s",
+                               task.id, exc)
+    return done
+
+
+def _record_input(task: Task, step: Step, action: Action, outcome: ActionOutcome) -> bool:
+    nodes = nodes_from_json(step.ui_nodes) if step.ui_nodes else []
+    target = loop.target_node(action, nodes)
+    entry = loop.history_entry(step.index, action, DecidedBy.OPERATOR, outcome.changed, target)
+    # A refused input (TYPE with no field focused) is recorded as failed, as the agent's
+    # are.
+    return bool(Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+        status=StepStatus.DONE, screen_changed=outcome.changed, summary=entry.summary[:255],
+        outcome=("changed" if outcome.changed else "unchanged") if outcome.ok
+        else f"error: {outcome.error}"[:255],
+        executed_at=timezone.now()))
+
+
 def operator_input(task: Task, user: Any, action: Any) -> Step:
     """One input of an operator in control, executed and recorded as an operator step.
 
-    Inputs are serialised on the task's row (``SELECT … FOR UPDATE``): three sent at once
-    used to pick the same step index, and two of them failed on the unique index and
-    were lost (issue 11, item 8). Each now waits its turn and runs in the order it got
-    the lock, as the phone executes them anyway.
+    Inputs are serialised per task (:func:`input_lock`): three sent at once used to pick the
+    same step index, and two of them failed on the unique index and were lost (issue 11,
+    item 8). Each now waits its turn and runs in the order it got the lock, as the phone
+    executes them anyway.
+
+    The step is committed, with its index, *before* the phone acts, and marked done after
+    (issue 23, item 1): a server killed while the phone acts used to roll the step back,
+    hand its index to the next input, and the device host — which runs each step at most
+    once — answered that input with the old outcome and did nothing. A step left executing
+    so is settled (:func:`settle_inputs`) by the next input, the hand-back or the stall
+    sweep, from the host's own record of what it performed.
     """
     takeover = check_takeover_holder(task, user)
     checked = validate_action(action, (task.device.width, task.device.height))
@@ -1055,49 +1176,40 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
     if checked.type in TERMINAL_TYPES:
         raise ServiceError("hand the task back, or abort it, instead of COMPLETE/IMPOSSIBLE")
     client = get_device_client()
-    with transaction.atomic():
-        task = Task.objects.select_for_update(of=("self",)).select_related("device").get(
-            id=task.id)
-        check_takeover_holder(task, user)  # again, under the lock: it may have just ended
-        last = task.steps.order_by("-index").values_list("index", flat=True).first()
-        index = 0 if last is None else last + 1
-        try:
-            observation = client.observe(task.device.name)
-        except DeviceError as exc:
-            raise DeviceUnavailable(str(exc)) from None
-        checked = loop.shown_name(checked, observation.nodes)  # "Navigate up", not node-2
-        step = Step.objects.create(
-            task=task, index=index, frame=observation.frame, screen_width=observation.width,
-            screen_height=observation.height, app=observation.app,
-            ui_nodes=[n.to_json() for n in observation.nodes], proposed_action=None,
-            executed_action=checked.to_json(), decided_by=DecidedBy.OPERATOR,
-            status=StepStatus.EXECUTING,
-        )
-        step.screenshot.save(f"{task.id}-{index}.jpg", ContentFile(observation.jpeg), save=True)
+    with input_lock(task.id):
+        with transaction.atomic():
+            task = Task.objects.select_for_update(of=("self",)).select_related("device").get(
+                id=task.id)
+            check_takeover_holder(task, user)  # again, under the lock: it may have just ended
+            try:
+                settle_inputs(task)
+                observation = client.observe(task.device.name)
+            except DeviceError as exc:
+                raise DeviceUnavailable(str(exc)) from None
+            checked = loop.shown_name(checked, observation.nodes)  # "Navigate up", not node-2
+            last = task.steps.order_by("-index").values_list("index", flat=True).first()
+            index = max(0 if last is None else last + 1, task.cursor)
+            step = Step.objects.create(
+                task=task, index=index, frame=observation.frame,
+                screen_width=observation.width, screen_height=observation.height,
+                app=observation.app, ui_nodes=[n.to_json() for n in observation.nodes],
+                proposed_action=None, executed_action=checked.to_json(),
+                decided_by=DecidedBy.OPERATOR, status=StepStatus.EXECUTING,
+            )
+            step.screenshot.save(f"{task.id}-{index}.jpg", ContentFile(observation.jpeg),
+                                 save=True)
+            Task.objects.filter(id=task.id).update(cursor=index + 1)
+        # Committed: whatever happens from here on, the step and its index survive.
         try:
             outcome = client.perform(task.device.name, checked,
                                      origin={"task": str(task.id), "step": index})
         except DeviceError as exc:
-            # Kept, not rolled back: the phone may have acted, and the host files the
-            # action under this step's index, which must not be given to another input.
-            Step.objects.filter(id=step.id).update(status=StepStatus.DONE,
-                                                   outcome=f"unknown: {exc}"[:255])
-            error = DeviceUnavailable(str(exc))
+            # The phone may still act: the step stays executing, and is settled from the
+            # host's record once it answers again. Its index is never handed out again.
+            error: DeviceUnavailable | None = DeviceUnavailable(str(exc))
         else:
             error = None
-            target = loop.target_node(checked, observation.nodes)
-            entry = loop.history_entry(index, checked, DecidedBy.OPERATOR, outcome.changed,
-                                       target)
-            # A refused input (TYPE with no field focused) is recorded as failed, as the
-            # agent's are.
-            Step.objects.filter(id=step.id).update(
-                status=StepStatus.DONE, screen_changed=outcome.changed,
-                summary=entry.summary[:255],
-                outcome=("changed" if outcome.changed else "unchanged") if outcome.ok
-                else f"error: {outcome.error}"[:255],
-                executed_at=timezone.now())
-        Task.objects.filter(id=task.id).update(cursor=index + 1)
-        if error is None:
+            _record_input(task, step, checked, outcome)
             _label_takeover(takeover, checked)
         task.refresh_from_db()
         events.task_updated(task)
@@ -1125,18 +1237,28 @@ def _label_takeover(ticket: Ticket, action: Action) -> None:
 
 def hand_back(task: Task, user: Any) -> Task:
     check_takeover_holder(task, user)
-    with transaction.atomic():
-        # Under the task's lock, like inputs: the next step's index is after the last input.
-        list(Task.objects.select_for_update(of=("self",)).filter(id=task.id).values_list("id"))
-        next_index = (task.steps.order_by("-index").values_list("index", flat=True).first() or 0) + 1
-        won = Task.objects.filter(id=task.id, status=TaskStatus.TAKEN_OVER).update(
-            status=TaskStatus.RUNNING, cursor=next_index)
-        if not won:
-            raise Conflict(f"the task is not taken over any more "
-                           f"({task.get_status_display().lower()})")
-        schedule_step(task.id, next_index)
-        task.refresh_from_db()
-        events.task_updated(task)
+    with input_lock(task.id):
+        try:
+            # An input a dead server left is recorded before the agent looks again.
+            settle_inputs(task)
+        except DeviceError as exc:  # the stall sweep settles it once the phone answers
+            logger.warning("task %s: handed back with an input not settled yet: %s",
+                           task.id, exc)
+        with transaction.atomic():
+            # Under the task's lock, like inputs: the next step's index is after the last
+            # step, inputs a dead server left included, so it is never an input's again.
+            task = Task.objects.select_for_update(of=("self",)).select_related("device").get(
+                id=task.id)
+            last = task.steps.order_by("-index").values_list("index", flat=True).first()
+            next_index = max(0 if last is None else last + 1, task.cursor)
+            won = Task.objects.filter(id=task.id, status=TaskStatus.TAKEN_OVER).update(
+                status=TaskStatus.RUNNING, cursor=next_index)
+            if not won:
+                raise Conflict(f"the task is not taken over any more "
+                               f"({task.get_status_display().lower()})")
+            schedule_step(task.id, next_index)
+            task.refresh_from_db()
+            events.task_updated(task)
     return task
 
 
@@ -1298,6 +1420,23 @@ def schedule_escalation(ticket: Ticket) -> None:
     delay = float(settings.KAIROS_CLARIFICATION_TIMEOUT)
     transaction.on_commit(
         lambda: escalate_clarification_task.apply_async((str(ticket.id),), countdown=delay))
+
+
+def escalate_overdue_clarifications(now: Any = None) -> list[str]:
+    """The stall sweep's part (agents/recovery.py, issue 23, item 2): every question still
+    unanswered ``KAIROS_CLARIFICATION_TIMEOUT`` after it was asked goes to the operators.
+
+    The delayed hand-off :func:`schedule_escalation` sends is held by the worker that took
+    it: a worker killed whole leaves it in Redis's unacknowledged set for the transport's
+    visibility timeout (an hour). The database knows what is overdue; both paths escalate
+    through the same conditional UPDATE, so a question reaches operators once.
+    """
+    cutoff = (now or timezone.now()) - timedelta(
+        seconds=float(settings.KAIROS_CLARIFICATION_TIMEOUT))
+    overdue = Ticket.objects.filter(kind=TicketKind.CLARIFICATION, status=TicketStatus.OPEN,
+                                    escalated=False, created_at__lte=cutoff)
+    return [str(ticket_id) for ticket_id in overdue.values_list("id", flat=True)[:100]
+            if escalate_clarification(ticket_id)]
 
 
 def escalate_clarification(ticket_id: Any) -> bool:

@@ -9,6 +9,7 @@ worker and device-host processes.
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -153,6 +154,13 @@ else:
                 "transaction_mode": "IMMEDIATE",
                 "timeout": 20,
             },
+            # The test database is a WAL file like the one above, not Django's default
+            # in-memory database: that one is in shared-cache mode, whose table locks fail
+            # at once ("database table is locked") instead of waiting out the busy timeout,
+            # so the worker thread and a request writing at once failed on a loaded
+            # machine (issue 23, item 8). One file per test run (its process id).
+            "TEST": {"NAME": str(Path(tempfile.gettempdir())
+                                 / f"kairos-test-{os.getpid()}.sqlite3")},
         }
     }
 

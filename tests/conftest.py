@@ -25,6 +25,29 @@ def missing_services() -> list[str]:
                                      ("REDIS_URL", SERVICES_REDIS_URL)) if not value]
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix):
+    """SQLite: the test database is a WAL file (kairos_web/settings.py). A run whose threads
+    still held connections when the file was dropped leaves its ``-wal`` and ``-shm``
+    beside it; they go before the database is created (a stale log must never be replayed
+    into a new file of the same name) and after the run."""
+    from pathlib import Path
+
+    from django.conf import settings
+
+    database = settings.DATABASES["default"]
+    name = (database.get("TEST") or {}).get("NAME")
+
+    def clear() -> None:
+        if database["ENGINE"].endswith("sqlite3") and name:
+            for suffix in ("-wal", "-shm"):
+                Path(f"{name}{suffix}").unlink(missing_ok=True)
+
+    clear()
+    yield
+    clear()
+
+
 @pytest.fixture(autouse=True)
 def _services_gate(request):
     """Skip (or, with KAIROS_REQUIRE_SERVICES=1, fail) full-stack tests without services."""

@@ -179,6 +179,31 @@ def test_an_unanswered_question_escalates_to_the_operators_once(demo, inline_ste
     assert [(t["id"], t["escalated"]) for t in queue] == [(str(ticket.id), True)]
 
 
+def test_the_stall_sweep_escalates_a_question_left_overdue_once(demo, inline_steps, settings):
+    """The delayed hand-off died with its worker (issue 23, item 2): the sweep finds the
+    question overdue in the database; a late hand-off after it changes nothing."""
+    from datetime import timedelta
+
+    from agents.recovery import sweep_stalled_tasks
+
+    settings.KAIROS_CLARIFICATION_TIMEOUT = 20
+    task = order_latte(demo["user"])
+    inline_steps.drain()
+    ticket = open_question(task)
+
+    assert sweep_stalled_tasks(now=ticket.created_at + timedelta(seconds=19)) == {}
+    assert not Ticket.objects.get(id=ticket.id).escalated  # not yet due: the user's to answer
+
+    assert sweep_stalled_tasks(now=ticket.created_at + timedelta(seconds=21)) == {
+        str(ticket.id): "escalated its overdue question to operators"}
+    assert services.escalate_clarification(ticket.id) is False  # the hand-off, come back late
+    assert sweep_stalled_tasks(now=ticket.created_at + timedelta(seconds=40)) == {}
+    ticket.refresh_from_db()
+    assert ticket.escalated and ticket.status == TicketStatus.OPEN
+    assert task.messages.filter(sender=Message.Sender.SYSTEM,
+                                text__startswith="No answer yet").count() == 1
+
+
 def test_escalation_is_scheduled_with_the_configured_timeout(demo, inline_steps, settings,
                                                              monkeypatch):
     from agents import tasks

@@ -5,6 +5,7 @@ answer one byte at a time, each long before a per-read timeout would fire.
 """
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -43,6 +44,19 @@ def test_retries_stop_at_the_calls_deadline(fake_openai):
     assert proposal.action is None and "deadline of 2.5 s" in (proposal.model_error or "")
     assert took < DEADLINE + 1.5, f"the call took {took:.1f} s"
     assert len(fake_openai.requests) == 2  # 1.5 s, a short backoff, then the last second
+
+
+def test_the_model_error_names_the_configured_limits_only(fake_openai):
+    """The note a person reads in the ticket says "within 1.5 s" or "the call's deadline of
+    2.5 s", never what was left of the deadline when the last attempt began ("within
+    0.912345 s", or "within 1.99999 s" on a loaded machine: issue 23, item 8)."""
+    fake_openai.default = trickling(every=0.3)
+    backend = OpenAIBackend(base_url=fake_openai.base_url, model="fake-model",
+                            timeout=1.5, deadline=DEADLINE + 0.5, max_retries=5, backoff=0.1)
+    error = backend.propose(ctx("Turn on Wi-Fi", settings_screen(wifi_on=False))).model_error
+
+    shown = re.findall(r"(\d+(?:\.\d+)?) s\b", error or "")
+    assert shown and set(shown) <= {"1.5", "2.5"}, error
 
 
 def test_the_next_call_after_a_deadline_gets_a_fresh_connection(fake_openai):

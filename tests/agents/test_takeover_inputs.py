@@ -69,3 +69,55 @@ def test_three_inputs_at_once_are_all_recorded_in_turn(demo, taken_over, phones)
     assert phones.device("sim-1").frame_number >= performed_before
     assert Task.objects.get(id=taken_over.id).cursor == steps[-1][0] + 1
 
+
+
+def left_by_a_dead_server(task: Task, phones, action: Action, *, acted: bool) -> Step:
+    """What ``serve`` killed while the phone acted leaves: the input's step committed and
+    executing, the cursor past it; the phone performed it (``acted``) or never got it."""
+    index = Step.objects.filter(task=task).count()
+    step = Step.objects.create(task=task, index=index, executed_action=action.to_json(),
+                               decided_by="operator", status="executing")
+    Task.objects.filter(id=task.id).update(cursor=index + 1)
+    if acted:
+        phones.handle("sim-1", "perform", {"action": action.to_json(),
+                                           "origin": {"task": str(task.id), "step": index}})
+    return step
+
+
+def test_the_next_input_records_what_a_dead_servers_input_did(demo, taken_over, phones):
+    orphan = left_by_a_dead_server(taken_over, phones, Action("OPENAPP", app="Clock"),
+                                   acted=True)
+
+    step = services.operator_input(Task.objects.get(id=taken_over.id), demo["operator"],
+                                   {"type": "PRESS_HOME"})
+
+    orphan.refresh_from_db()
+    assert (orphan.status, orphan.outcome) == ("done", "changed")  # the phone did open Clock
+    assert step.index == orphan.index + 1 and step.outcome == "changed"  # and went home
+    assert phones.device("sim-1").observe().app == "com.android.launcher3"
+
+
+def test_a_hand_back_cancels_an_input_the_phone_never_got(demo, taken_over, phones):
+    orphan = left_by_a_dead_server(taken_over, phones, Action("OPENAPP", app="Clock"),
+                                   acted=False)
+
+    services.hand_back(Task.objects.get(id=taken_over.id), demo["operator"])
+
+    orphan.refresh_from_db()
+    assert orphan.status == "cancelled" and orphan.outcome.startswith("not run")
+    assert Task.objects.get(id=taken_over.id).cursor == orphan.index + 1  # a fresh index
+
+
+def test_the_sweep_settles_orphaned_inputs_but_not_one_being_sent(demo, taken_over, phones):
+    from agents.recovery import sweep_stalled_tasks
+
+    orphan = left_by_a_dead_server(taken_over, phones, Action("OPENAPP", app="Clock"),
+                                   acted=True)
+    with services.input_lock(taken_over.id):  # as while an input's request runs
+        holder = threading.Thread(target=lambda: (sweep_stalled_tasks(), connection.close()))
+        holder.start()
+        holder.join()
+    assert Step.objects.get(id=orphan.id).status == "executing"
+
+    assert sweep_stalled_tasks() == {str(taken_over.id): "settled 1 orphaned input(s)"}
+    assert Step.objects.get(id=orphan.id).status == "done"
