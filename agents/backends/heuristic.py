@@ -34,12 +34,11 @@ from agents.backends.base import (
 )
 from agents.backends.evidence import app_mention, context_evidence
 from agents.backends.steppers import find_steppers, stepper_move, stepper_target
+from agents.elements import is_candidate, is_editable, is_tappable, node_label, owner_of, row_label
 from agents.planning import split_goal, without_politeness
-from agents.recommend import (
-    NodeScore, is_candidate, is_editable, is_tappable, node_label, normalise_text, owner_of, recommend,
-    row_label, score_nodes, tokens,
-)
+from agents.recommend import NodeScore, recommend, score_nodes
 from agents.safety import current_policy
+from agents.text import normalise_text, tokens
 from devices.actions import (
     CLICK, COMPLETE, IMPOSSIBLE, OPENAPP, PRESS_BACK, PRESS_ENTER, PRESS_HOME, SCROLL, TYPE,
     WAIT, Action,
