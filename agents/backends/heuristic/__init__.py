@@ -33,18 +33,23 @@ from agents.backends.base import (
     Clarification, HistoryEntry, Proposal, StepContext, clamp_confidence,
 )
 from agents.backends.evidence import app_mention, context_evidence
+from agents.backends.heuristic.screen import (
+    DISMISS_WORDS, RETRY_WORDS, SUCCESS_RE, ChoiceGroup, ScreenView, display_label, distinct,
+    field_is_empty, is_system_nav, list_of_kind, node_label_text, plain, read_screen, related,
+    success_text,
+)
 from agents.backends.steppers import find_steppers, stepper_move, stepper_target
-from agents.elements import is_candidate, is_editable, is_tappable, node_label, owner_of, row_label
+from agents.elements import is_editable, is_tappable, node_label, owner_of, row_label
 from agents.planning import split_goal, without_politeness
 from agents.recommend import NodeScore, recommend, score_nodes
 from agents.safety import current_policy
 from agents.text import normalise_text, tokens
 from devices.actions import (
-    CLICK, COMPLETE, IMPOSSIBLE, OPENAPP, PRESS_BACK, PRESS_ENTER, PRESS_HOME, SCROLL, TYPE,
-    WAIT, Action,
+    CLICK, COMPLETE, IMPOSSIBLE, OPENAPP, PRESS_BACK, PRESS_ENTER, PRESS_HOME, SCROLL, TYPE, WAIT,
+    Action,
 )
 from devices.protocol import AppInfo
-from devices.uitree import UINode, descendants, is_dialog_root, node_at
+from devices.uitree import UINode
 
 __all__ = ["HeuristicBackend", "Intent", "parse_intent", "extract_text", "match_confidence"]
 
@@ -101,23 +106,7 @@ _TEXT_PATTERNS: tuple[re.Pattern[str], ...] = (
 _OPEN_RE = re.compile(r"^\s*(?:please\s+)?(?:open|launch|start|run|go to)\s+(?:the\s+|my\s+)?(.+?)(?:\s+app(?:lication)?)?\s*$", re.I)
 _SELECT_RE = re.compile(r"\b(?:select|choose|pick|set)\s+(?:the\s+)?(.+)", re.I)
 
-# Screen words that mean "something is in the way", not part of any task's content.
-_DISMISS_WORDS = ("close", "dismiss", "not now", "no thanks", "skip", "later", "cancel", "got it", "x")
 _ALLOW_WORDS = ("allow", "while using the app", "only this time", "grant", "ok")
-_RETRY_WORDS = ("retry", "try again", "reload", "refresh")
-_ERROR_RE = re.compile(
-    r"\b(error|failed|failure|no (?:internet|connection|network)|offline|went wrong|"
-    r"unable to|couldn'?t|can'?t connect|timed out|session expired|signed out|logged out)\b",
-    re.I,
-)
-_LOADING_RE = re.compile(r"\b(loading|please wait|connecting|processing)\b", re.I)
-_SUCCESS_RE = re.compile(
-    r"\b(placed|sent|saved|paid|purchased|success(?:ful(?:ly)?)?|confirmed|thank you|"
-    r"added to (?:the |your )?cart|(?:now )?in your cart|(?:is )?on (?:its|the) way|booked|"
-    r"navigating|done)\b",
-    re.I,
-)
-_PERMISSION_RE = re.compile(r"\b(allow|permission|access to)\b", re.I)
 
 
 @dataclass
@@ -284,138 +273,6 @@ def match_confidence(best: float, runner_up: float) -> float:
     if best > 0.2:
         return 2.0
     return 1.0
-
-
-# --- reading the screen ------------------------------------------------------------
-
-
-@dataclass
-class ChoiceGroup:
-    title: str
-    options: list[UINode]
-    container: UINode | None = None
-
-    @property
-    def checked(self) -> UINode | None:
-        return next((o for o in self.options if o.checked), None)
-
-    def labels(self, nodes: list[UINode]) -> list[str]:
-        return [option.label or row_label(option, nodes) for option in self.options]
-
-
-@dataclass
-class ScreenView:
-    nodes: list[UINode]
-    package: str
-    width: int
-    height: int
-    candidates: list[UINode] = field(default_factory=list)
-    overlay: list[UINode] = field(default_factory=list)  # nodes inside a dialog/pop-up
-    overlay_kind: str = ""  # "dialog" | "permission" | "error" | "loading" | ""
-    groups: list[ChoiceGroup] = field(default_factory=list)
-    editables: list[UINode] = field(default_factory=list)
-    scrollables: list[UINode] = field(default_factory=list)
-    launcher: bool = False
-    # The − / + buttons of steppers that already show the number the goal wants: not
-    # to be tapped again on the way to the form's button (``HeuristicBackend._stepper``).
-    settled: set[str] = field(default_factory=set)
-    # The one button that puts a stepper we just set through ("Pay" after "20 bucks").
-    stepper_done: UINode | None = None
-
-    @property
-    def text(self) -> str:
-        return " ".join(n.text for n in self.nodes if n.text)
-
-    @property
-    def focused_editable(self) -> UINode | None:
-        return next((n for n in self.editables if n.focused), None)
-
-
-# Shared with the sensitive-action policy (agents/safety): one idea of what a dialog is.
-_is_dialog_root = is_dialog_root
-_descendants = descendants
-
-
-def read_screen(ctx: StepContext) -> ScreenView:
-    obs = ctx.observation
-    nodes = list(obs.nodes)
-    view = ScreenView(nodes=nodes, package=obs.app or "", width=obs.width, height=obs.height)
-    view.candidates = [n for n in nodes if is_candidate(n)]
-    view.editables = [n for n in nodes if is_editable(n) and n.enabled]
-    view.scrollables = [n for n in nodes if n.scrollable]
-    view.launcher = "launcher" in view.package.lower() or view.package.lower().endswith(".home")
-
-    roots = [n for n in nodes if _is_dialog_root(n)]
-    if roots:
-        root = roots[0]
-        view.overlay = [root] + _descendants(root, nodes)
-        words = " ".join(n.text + " " + n.content_desc for n in view.overlay) + " " + root.resource_id
-        if _PERMISSION_RE.search(words) or "permission" in words.lower():
-            view.overlay_kind = "permission"
-        elif _ERROR_RE.search(words):
-            view.overlay_kind = "error"
-        else:
-            view.overlay_kind = "dialog"
-    else:
-        visible = view.text
-        if any("ProgressBar" in n.cls for n in nodes) or (
-            _LOADING_RE.search(visible) and len(view.candidates) <= 4
-        ):
-            view.overlay_kind = "loading"
-        elif _ERROR_RE.search(visible) and any(
-            any(w in n.label.lower() for w in _RETRY_WORDS) for n in nodes
-        ):
-            view.overlay_kind = "error"
-
-    view.groups = _choice_groups(nodes)
-    return view
-
-
-def _choice_groups(nodes: list[UINode]) -> list[ChoiceGroup]:
-    """RadioGroups (and sets of sibling RadioButtons) with their title."""
-    by_index = {n.index: n for n in nodes}
-    groups: list[ChoiceGroup] = []
-    seen: set[int] = set()
-    for node in nodes:
-        if node.short_class == "RadioGroup" or node.extra.get("role") == "radiogroup":
-            options = [
-                n for n in _descendants(node, nodes)
-                if n.checkable and ("Radio" in n.cls or n.extra.get("role") == "radio")
-            ]
-            if options:
-                seen.update(o.index for o in options)
-                groups.append(ChoiceGroup(_group_title(node, nodes), options, node))
-    loose: dict[int | None, list[UINode]] = {}
-    for node in nodes:
-        if node.index in seen or not node.checkable or "RadioButton" not in node.cls:
-            continue
-        loose.setdefault(node.parent, []).append(node)
-    for parent, options in loose.items():
-        if len(options) >= 2:
-            container = by_index.get(parent) if parent is not None else None
-            groups.append(ChoiceGroup(
-                _group_title(container, nodes) if container else "", options, container
-            ))
-    return groups
-
-
-def _group_title(group: UINode, nodes: list[UINode]) -> str:
-    for text in (group.content_desc, group.text):
-        if text:
-            return text
-    # The nearest text above the group, as a form shows a field's caption.
-    top = group.bounds[1]
-    above = [
-        n for n in nodes
-        if n.text and not n.checkable and n.bounds[3] <= top + 4 and top - n.bounds[3] < 200
-        and n.index not in {d.index for d in _descendants(group, nodes)}
-    ]
-    if above:
-        above.sort(key=lambda n: top - n.bounds[3])
-        return above[0].text
-    if group.resource_id:
-        return group.resource_id.rsplit("/", 1)[-1].replace("_", " ")
-    return ""
 
 
 # --- history -----------------------------------------------------------------------
@@ -681,17 +538,17 @@ class HeuristicBackend:
         if view.overlay_kind == "loading":
             # Nothing to tap and a spinner: waiting is the only sensible step.
             confidence = 4.0 if not any(n.clickable for n in view.nodes
-                                        if not _is_system_nav(n)) else 2.0
+                                        if not is_system_nav(n)) else 2.0
             return _Choice(Action(WAIT), confidence, "The screen is still loading; waiting for it.")
         preferred: tuple[str, ...]
         if view.overlay_kind == "permission":
             preferred = _ALLOW_WORDS
             why = "A permission prompt covers the screen; the task seems to need it, so allow."
         elif view.overlay_kind == "error":
-            preferred = _RETRY_WORDS + ("ok",) + _DISMISS_WORDS
+            preferred = RETRY_WORDS + ("ok",) + DISMISS_WORDS
             why = "An error is shown; retrying."
         else:
-            preferred = _DISMISS_WORDS + ("ok",)
+            preferred = DISMISS_WORDS + ("ok",)
             why = "An unexpected pop-up covers the screen; dismissing it."
         for word in preferred:
             for button in buttons:
@@ -749,7 +606,7 @@ class HeuristicBackend:
         fits: dict[frozenset[str], list[tuple[UINode, str, set[str]]]] = {}
         for node in view.candidates:
             label = (node.text or "").strip()
-            if (not label or is_editable(node) or _is_system_nav(node) or node.checkable
+            if (not label or is_editable(node) or is_system_nav(node) or node.checkable
                     or not is_tappable(node, view.nodes) or normalise_words(label) in clicked):
                 continue
             words = set(tokens(label))
@@ -764,7 +621,7 @@ class HeuristicBackend:
             return None
         items: list[tuple[UINode, str, set[str]]] = []
         for item in best[0]:
-            if not any(_related(item[0], kept[0], view.nodes) for kept in items):
+            if not any(related(item[0], kept[0], view.nodes) for kept in items):
                 items.append(item)
         labels = list(dict.fromkeys(label for _, label, _ in items))
         if len(labels) < 2 or any(not extra for _, _, extra in items):
@@ -807,12 +664,12 @@ class HeuristicBackend:
         screen_words = set(tokens(" ".join(
             n.text for n in view.nodes if n.text and not n.clickable and not is_editable(n))))
         named_here = bool(item) and item <= screen_words
-        clicked = {_plain(label) for label in _history_labels(ctx.history)}
+        clicked = {plain(label) for label in _history_labels(ctx.history)}
         best: tuple[int, UINode] | None = None
         for node in view.candidates:
-            if not (node.clickable and node.enabled) or is_editable(node) or _is_system_nav(node):
+            if not (node.clickable and node.enabled) or is_editable(node) or is_system_nav(node):
                 continue
-            label = _plain(node.label or "")
+            label = plain(node.label or "")
             stage = next((i for i, phrases in enumerate(_FUNNEL) if label in phrases), None)
             if stage is None or stage > final or label in clicked:
                 continue
@@ -838,7 +695,7 @@ class HeuristicBackend:
                     and item <= set(tokens(n.text)) and len(set(tokens(n.text)) - item) <= 2]
             # One row, and not one already tapped: with "Visa ending 9021" tapped, its
             # lookalike "Visa ending 4417" is not "the" item just because it is left.
-            if len({_plain(n.text) for n in rows}) == 1 and _plain(rows[0].text) not in clicked:
+            if len({plain(n.text) for n in rows}) == 1 and plain(rows[0].text) not in clicked:
                 x, y = rows[0].center
                 return _Choice(Action(CLICK, x=x, y=y, element=rows[0].text), 4.0,
                                f"'{rows[0].text}' is the item the goal names; opening it.",
@@ -855,7 +712,7 @@ class HeuristicBackend:
             return None
         field_node = fields[0]
         last = ctx.history[-1].action if ctx.history else {}
-        if not _field_is_empty(field_node):
+        if not field_is_empty(field_node):
             if last.get("type") == TYPE and normalise_words(str(last.get("text", ""))) == normalise_words(query):
                 return _Choice(Action(PRESS_ENTER), 4.0, f"'{query}' is typed; searching.")
             return None
@@ -882,7 +739,7 @@ class HeuristicBackend:
         if len(fields) != 1:
             return None
         field_node = fields[0]
-        if _field_is_empty(field_node):
+        if field_is_empty(field_node):
             if not field_node.focused:
                 x, y = field_node.center
                 return _Choice(Action(CLICK, x=x, y=y, element=field_node.label or None), 4.0,
@@ -893,7 +750,7 @@ class HeuristicBackend:
                            "operator may type it: please enter it (take over, or edit this "
                            "step into TYPE).")
         buttons = [n for n in view.candidates if n.clickable and n.enabled
-                   and _plain(n.label or "") in _SIGN_IN_LABELS]
+                   and plain(n.label or "") in _SIGN_IN_LABELS]
         last = ctx.history[-1].action.get("type") if ctx.history else None
         if len(buttons) == 1 and last == TYPE:
             x, y = buttons[0].center
@@ -971,7 +828,7 @@ class HeuristicBackend:
         fitting = [(node, value) for node in view.editables
                    for kind, value in values if _field_kind(node) == kind]
         for node, value in fitting:
-            if not _field_is_empty(node):
+            if not field_is_empty(node):
                 continue
             if node.focused:
                 return _Choice(Action(TYPE, text=value, element=node.label or None), 5.0,
@@ -985,7 +842,7 @@ class HeuristicBackend:
             goal_words = set(tokens(ctx.instruction))
             makers = []
             for n in view.candidates:
-                verb, _, thing = _plain(n.label or "").partition(" ")
+                verb, _, thing = plain(n.label or "").partition(" ")
                 if n.clickable and n.enabled and verb in ("add", "new", "create") \
                         and set(tokens(thing)) & goal_words:
                     makers.append(n)
@@ -997,14 +854,14 @@ class HeuristicBackend:
         if fitting and len(ours) == len(values) and ctx.history and \
                 ctx.history[-1].action.get("type") == TYPE:
             buttons = [n for n in view.candidates if n.clickable and n.enabled
-                       and _plain(n.label or "") in _SAVE_LABELS]
+                       and plain(n.label or "") in _SAVE_LABELS]
             if len(buttons) == 1:
                 x, y = buttons[0].center
                 return _Choice(Action(CLICK, x=x, y=y, element=buttons[0].label), 4.0,
                                f"Every value is entered; '{buttons[0].label}' saves the form.",
                                [buttons[0].key])
         if not fitting and len(ours) == len(values) and any(
-                _plain(label) in _SAVE_LABELS for label in _history_labels(ctx.history)):
+                plain(label) in _SAVE_LABELS for label in _history_labels(ctx.history)):
             shown = " ".join(n.text.lower() for n in view.nodes if n.text and not is_editable(n))
             if all(value.lower() in shown for _, value in values):
                 return _Choice(Action(COMPLETE), 5.0,
@@ -1039,7 +896,7 @@ class HeuristicBackend:
             return "seen" if self._finished_in_its_app(intent, view, ctx, visits) else "todo"
         if intent.kind == "type" and intent.typed:
             typed = intent.typed.strip().lower()
-            field_texts = [n.text.strip().lower() for n in view.editables if not _field_is_empty(n)]
+            field_texts = [n.text.strip().lower() for n in view.editables if not field_is_empty(n)]
             last_type = max(
                 (i for i, e in enumerate(history)
                  if e.action.get("type") == TYPE and str(e.action.get("text", "")).strip().lower() == typed),
@@ -1053,7 +910,7 @@ class HeuristicBackend:
             if submitted:
                 assert last_type is not None
                 shown = any(typed in n.text.lower() for n in view.nodes if n.text and not is_editable(n))
-                success = _success_text(view)
+                success = success_text(view)
                 if success and _success_fits(success, intent):
                     return "done"
                 if _unseen_words(intent, view):
@@ -1072,7 +929,7 @@ class HeuristicBackend:
         if history and history[-1].action.get("type") == CLICK and _app_ok(intent, view):
             if _state_shows(intent, view):
                 return "done"
-            success = _success_text(view)
+            success = success_text(view)
             if success and _success_fits(success, intent):
                 return "done"
             if success and _requests(intent):
@@ -1183,7 +1040,7 @@ class HeuristicBackend:
             s for s in score_nodes(view.nodes, intent.target)
             if s.node.checkable and "Radio" not in s.node.cls
         ]
-        ranked = _distinct(sorted(scores, key=lambda s: -s.total), view.nodes)
+        ranked = distinct(sorted(scores, key=lambda s: -s.total), view.nodes)
         if not ranked or ranked[0].total <= 0:
             return None, 0.0, 0.0
         second = ranked[1].total if len(ranked) > 1 else 0.0
@@ -1193,7 +1050,7 @@ class HeuristicBackend:
         switch, score, second = self._find_switch(intent, view)
         state_word = "on" if intent.desired else "off"
         if switch is not None and score >= 0.5:
-            label = _display_label(switch, view.nodes)
+            label = display_label(switch, view.nodes)
             current = "on" if switch.checked else "off"
             if switch.checked == intent.desired:  # StaR Fig. 12: no toggle needed
                 option = _other_named_option(view, intent)
@@ -1263,7 +1120,7 @@ class HeuristicBackend:
             label = node.label or ""
             # A plain Button: not a RadioButton, nor a toolbar ImageButton ("Cart").
             if (node.short_class != "Button" or not label or label.lower() in clicked
-                    or _is_system_nav(node)):
+                    or is_system_nav(node)):
                 continue
             if set(tokens(label)) & goal_toks:
                 x, y = node.center
@@ -1283,9 +1140,9 @@ class HeuristicBackend:
             choice = self._click_best(rest, view, ctx)
             choice.confidence = min(choice.confidence, 4.0)
             return choice
-        empty = [n for n in view.editables if _field_is_empty(n)]
+        empty = [n for n in view.editables if field_is_empty(n)]
         field_node = view.focused_editable
-        if field_node is not None and (_field_is_empty(field_node) or len(view.editables) == 1):
+        if field_node is not None and (field_is_empty(field_node) or len(view.editables) == 1):
             others = [n for n in empty if n.index != field_node.index]
             sure = not others or (_field_fits(field_node, intent) and not any(
                 _field_fits(n, intent) for n in others))
@@ -1313,7 +1170,7 @@ class HeuristicBackend:
         if entity is not None:
             node, score, second = entity
             x, y = node.center
-            label = _display_label(node, view.nodes)
+            label = display_label(node, view.nodes)
             return _Choice(Action(CLICK, x=x, y=y, element=label or None),
                            match_confidence(score, second),
                            f"'{label}' is named by the goal; opening it before typing.",
@@ -1324,14 +1181,14 @@ class HeuristicBackend:
         """Send what was typed: the one commit button on screen, else Enter."""
         buttons = [
             n for n in view.candidates
-            if n.clickable and n.enabled and not is_editable(n) and not _is_system_nav(n)
+            if n.clickable and n.enabled and not is_editable(n) and not is_system_nav(n)
             and set(tokens(n.label, keep_stopwords=True)) & _SUBMIT_WORDS
         ]
         if len(buttons) == 1:
             best = buttons[0]
             x, y = best.center
             # A form with a field still empty (an alarm's time) is not ready to submit.
-            ready = not any(_field_is_empty(n) for n in view.editables)
+            ready = not any(field_is_empty(n) for n in view.editables)
             return _Choice(Action(CLICK, x=x, y=y, element=best.label), 4.0 if ready else 3.0,
                            f"The text is typed; clicking '{best.label}' to submit it.", [best.key])
         if "search" in set(tokens(intent.text, keep_stopwords=True)) or any(
@@ -1370,18 +1227,18 @@ class HeuristicBackend:
             # The history names a click by the clickable node it hit (a row's id tail when
             # the row has no text), so the owner's names count too.
             owner = owner_of(node, view.nodes)
-            names = {normalise_words(node.label), normalise_words(_display_label(node, view.nodes))}
+            names = {normalise_words(node.label), normalise_words(display_label(node, view.nodes))}
             if owner is not None:
-                names |= {normalise_words(owner.label), normalise_words(_display_label(owner, view.nodes))}
+                names |= {normalise_words(owner.label), normalise_words(display_label(owner, view.nodes))}
             return bool(names & clicked)
         candidates = [
             s for s in score_nodes(view.nodes, query)
             if s.node.key not in ctx.excluded_elements and s.node.key not in view.settled
             and (editable_ok or not is_editable(s.node))
-            and not (is_editable(s.node) and not _field_is_empty(s.node))  # typed already
+            and not (is_editable(s.node) and not field_is_empty(s.node))  # typed already
             and not (s.node.checkable and s.node.checked and "Radio" in s.node.cls)
             and not s.node.selected  # the tab already shown
-            and not _is_system_nav(s.node)
+            and not is_system_nav(s.node)
             and is_tappable(s.node, view.nodes)
         ]
         # The element the step names best, already tapped, stays the runner-up: "Red
@@ -1401,7 +1258,7 @@ class HeuristicBackend:
                 words = set(tokens(s.node.text + " " + s.node.content_desc))
                 if target and target <= words:
                     s.keyword = max(s.keyword, 0.75)
-        ranked = _distinct(sorted(scores, key=lambda s: -s.total), view.nodes)
+        ranked = distinct(sorted(scores, key=lambda s: -s.total), view.nodes)
         if not ranked or ranked[0].total < floor:
             return None
         second = ranked[1].total if len(ranked) > 1 else 0.0
@@ -1418,13 +1275,13 @@ class HeuristicBackend:
             best is None or best[1] < 0.6
         ):
             return self._scroll(view, ctx, f"'{intent.target}' is not on screen; the list scrolls.",
-                                sure=best is None and _list_of_kind(view, checkable=True))
+                                sure=best is None and list_of_kind(view, checkable=True))
         if best is not None:
             node, score, second = best
             confidence = match_confidence(score, second)
             if navigating:
                 confidence = min(confidence, 4.0)
-            label = _display_label(node, view.nodes)
+            label = display_label(node, view.nodes)
             # One generic word of a long request ("cart" in "add the Aurora headphones in
             # white to the cart") is weak evidence however unique it is on screen.
             target_text = intent.target.replace(intent.typed, " ") if intent.typed else intent.target
@@ -1453,15 +1310,15 @@ class HeuristicBackend:
                            [button.key], rule="stepper")
         if view.scrollables:
             return self._scroll(view, ctx, f"Nothing on screen matches '{intent.target}'.",
-                                sure=_list_of_kind(view, checkable=False))
-        success = _SUCCESS_RE.search(view.text) if _app_ok(intent, view) else None
+                                sure=list_of_kind(view, checkable=False))
+        success = SUCCESS_RE.search(view.text) if _app_ok(intent, view) else None
         if success:
             return _Choice(Action(COMPLETE), 3.0,
                            f"The screen says '{success.group(0)}'; the goal looks reached.")
         if closest is not None and not _back_is_the_way(ctx) and not _named_elsewhere(
-                _display_label(closest[0], view.nodes), intent, ctx):
+                display_label(closest[0], view.nodes), intent, ctx):
             node, score, second = closest
-            label = _display_label(node, view.nodes)
+            label = display_label(node, view.nodes)
             x, y = node.center
             # Claimed at 2: on the development suites such guesses were right 30 % of
             # the time (80 / 265), which the shipped calibrator reads at P 0.28 from a 2
@@ -1677,36 +1534,6 @@ def _scrolled_in_vain(ctx: StepContext) -> bool:
     return False
 
 
-def _list_of_kind(view: ScreenView, *, checkable: bool) -> bool:
-    """A scrollable list with several entries of the kind sought (switches for a toggle,
-    clickable rows otherwise): the target is plausibly further down it."""
-    for lst in view.scrollables:
-        inside = [n for n in view.nodes if n.parent == lst.index]
-        kind = [n for n in inside if (n.checkable or any(
-            c.checkable for c in view.nodes if c.parent == n.index)) == checkable and (
-            n.clickable or n.checkable)]
-        if len(kind) >= 3:
-            return True
-    return False
-
-
-def _success_text(view: ScreenView) -> str:
-    """A confirmation the screen states in plain text ("Order placed", "Thank you!").
-
-    Buttons are not read: a "Done" button says nothing about what happened.
-    """
-    lists = [n for n in view.nodes if n.scrollable or "RecyclerView" in n.cls or "ListView" in n.cls]
-    for node in view.nodes:
-        if node.clickable or is_editable(node) or not node.text:
-            continue
-        if any(lst.contains(*node.center) for lst in lists):
-            continue  # a message or item in a list, not the screen's own statement
-        match = _SUCCESS_RE.search(node.text)
-        if match:
-            return match.group(0)
-    return ""
-
-
 # Buttons whose tap commits what a form or a screen describes: the request is then sent.
 _COMMIT_VERBS = frozenset(
     "confirm book schedule place pay submit buy order checkout purchase reserve save".split())
@@ -1743,7 +1570,7 @@ def _commit_buttons(view: ScreenView) -> list[UINode]:
     for node in view.candidates:
         if not node.clickable or not node.enabled or node.key in view.settled:
             continue
-        words = _plain(node.label or "").split()
+        words = plain(node.label or "").split()
         if words and words[0] in _SUBMIT_VERBS:
             found.append(node)
     return found
@@ -1752,7 +1579,7 @@ def _commit_buttons(view: ScreenView) -> list[UINode]:
 def _other_buttons(view: ScreenView) -> bool:
     """A button on screen besides the steppers' and the ways out (up, back, home)."""
     return any(node.clickable and node.enabled and "Button" in node.cls
-               and node.key not in view.settled and not _is_system_nav(node)
+               and node.key not in view.settled and not is_system_nav(node)
                for node in view.candidates)
 
 
@@ -1781,18 +1608,6 @@ def _confirmed(history: list[HistoryEntry], end: int | None = None) -> bool:
 
 
 _SUBMIT_WORDS = frozenset({"send", "search", "save", "ok", "post", "submit", "go", "apply", "confirm"})
-_NAV_DESCS = frozenset({"navigate up", "back", "home", "more options"})
-
-
-def _is_system_nav(node: UINode) -> bool:
-    """Back, Home and the toolbar's up arrow: ways out of a screen, never a task's target."""
-    return "systemui" in node.package or (node.content_desc or "").strip().lower() in _NAV_DESCS
-
-
-def _field_is_empty(node: UINode) -> bool:
-    # uiautomator shows an empty EditText's hint as its text.
-    hint = node.extra.get("hint")
-    return not node.text.strip() or (isinstance(hint, str) and node.text == hint)
 
 
 def _field_fits(node: UINode, intent: Intent) -> bool:
@@ -1807,17 +1622,6 @@ def _field_fits(node: UINode, intent: Intent) -> bool:
     if goal & {"label", "labell", "labelled", "labeled", "named", "titled"}:
         return bool(words & {"label", "name", "title"})
     return False
-
-
-def node_label_text(node: UINode) -> str:
-    hint = node.extra.get("hint")
-    return " ".join(p for p in (node.text, node.content_desc, node.resource_id.rsplit("/", 1)[-1],
-                                hint if isinstance(hint, str) else "") if p)
-
-
-def _display_label(node: UINode, nodes: list[UINode]) -> str:
-    """What a person calls the node: its text, else its row's caption, else its id."""
-    return node.text or node.content_desc or row_label(node, nodes) or node.label
 
 
 def _app_serves_goal(intents: list[Intent], view: ScreenView, ctx: StepContext) -> bool:
@@ -1836,32 +1640,6 @@ def _app_serves_goal(intents: list[Intent], view: ScreenView, ctx: StepContext) 
 
 def _app_ok(intent: Intent, view: ScreenView) -> bool:
     return intent.app is None or view.package == intent.app.package
-
-
-def _related(a: UINode, b: UINode, nodes: list[UINode]) -> bool:
-    """Same on-screen target: one contains the other's centre (a row and its label)."""
-    return a.contains(*b.center) or b.contains(*a.center)
-
-
-def _distinct(ranked: list[NodeScore], nodes: list[UINode]) -> list[NodeScore]:
-    """Drop scores of nodes that are the same target as a better one (row vs its text)."""
-    out: list[NodeScore] = []
-    for score in ranked:
-        if any(_related(score.node, kept.node, nodes) for kept in out):
-            continue
-        out.append(score)
-    return out
-
-
-def _rank_fields(fields: list[UINode], hint: str, nodes: list[UINode]) -> tuple[UINode, float, float]:
-    scored = sorted(
-        ((s.total, s.node) for s in score_nodes(nodes, hint) if s.node in fields),
-        key=lambda pair: -pair[0],
-    )
-    if not scored:
-        return fields[0], 0.0, 0.0
-    second = scored[1][0] if len(scored) > 1 else 0.0
-    return scored[0][1], scored[0][0], second
 
 
 def _named_option(group: ChoiceGroup, nodes: list[UINode], goal: str) -> tuple[UINode, float] | None:
@@ -2003,12 +1781,6 @@ def _setting_shows(intent: Intent, view: ScreenView) -> bool:
     return False
 
 
-def _plain(label: str) -> str:
-    """A label's words, lower-cased, without the synonyms of ``tokens`` ("Pay" is not
-    "Checkout" here: they are two steps of the funnel)."""
-    return " ".join(re.findall(r"[a-z0-9]+", label.lower()))
-
-
 def _funnel_goal(instruction: str) -> int | None:
     """How far along the funnel the instruction goes: to Pay, to Add to cart, or not at all."""
     if _BUY_RE.search(instruction):
@@ -2096,7 +1868,7 @@ def _confirmation_of_last_tap(view: ScreenView, ctx: StepContext) -> UINode | No
     # Verbs matter here ("Open" → "Open the garage door?"), so keep the words the
     # recommender drops, less the ones every sentence has.
     tapped = set(tokens(match.group("label"), keep_stopwords=True)) - _FUNCTION_WORDS - set(
-        _DISMISS_WORDS)
+        DISMISS_WORDS)
     others = [n for n in view.overlay if n.text and n not in buttons]
     said = set(tokens(" ".join(n.text for n in others), keep_stopwords=True)) - _FUNCTION_WORDS
     asks_to_confirm = any(
@@ -2106,7 +1878,7 @@ def _confirmation_of_last_tap(view: ScreenView, ctx: StepContext) -> UINode | No
         return None  # a notice ("Added to cart") is news, not a question to answer
     ahead = [b for b in buttons
              if not any(b.label.strip().lower() == w or w in b.label.lower().split()
-                        for w in _DISMISS_WORDS + ("keep", "no", "back"))]
+                        for w in DISMISS_WORDS + ("keep", "no", "back"))]
     return ahead[0] if len(ahead) == 1 else None
 
 
@@ -2169,12 +1941,12 @@ def _overlay_confidence(kind: str, button: UINode, buttons: list[UINode]) -> flo
     out is a guess: both go to a person.
     """
     label = button.label.strip().lower()
-    if kind == "error" and any(word in label.split() or label == word for word in _RETRY_WORDS):
+    if kind == "error" and any(word in label.split() or label == word for word in RETRY_WORDS):
         return 4.0
     if kind == "dialog":
         dismissers = [b for b in buttons
                       if any(b.label.strip().lower() == w or w in b.label.lower().split()
-                             for w in _DISMISS_WORDS)]
+                             for w in DISMISS_WORDS)]
         if len(dismissers) == 1:
             return 4.0
     return 2.0
