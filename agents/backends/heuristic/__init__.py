@@ -33,6 +33,10 @@ from agents.backends.base import (
     Clarification, HistoryEntry, Proposal, StepContext, clamp_confidence,
 )
 from agents.backends.evidence import app_mention, context_evidence
+from agents.backends.heuristic.history import (
+    COMMIT_VERBS, back_is_the_way, committed, confirmed, history_labels, opened_apps,
+    scrolled_in_vain, typed_texts,
+)
 from agents.backends.heuristic.intents import (
     Intent, app_match, capitalised_names, extract_text, inherit_apps, normalise_words,
     parse_intent, verb_forms,
@@ -85,28 +89,6 @@ def match_confidence(best: float, runner_up: float) -> float:
 
 
 # --- history -----------------------------------------------------------------------
-
-
-def _history_labels(history: list[HistoryEntry]) -> list[str]:
-    """Normalised labels of the elements clicked so far."""
-    out: list[str] = []
-    for entry in history:
-        if entry.action.get("type") not in (CLICK, "LONG_CLICK"):
-            continue
-        label = entry.action.get("element") or ""
-        match = re.match(r"^\w+ '(.*)'", entry.summary or "")
-        if match:
-            label = match.group(1)
-        if label:
-            out.append(label)
-    return out
-
-
-def _typed_texts(history: list[HistoryEntry]) -> list[str]:
-    return [
-        str(entry.action.get("text", "")).strip().lower()
-        for entry in history if entry.action.get("type") == TYPE
-    ]
 
 
 def _foreground_app(ctx: StepContext, view: "ScreenView") -> AppInfo | None:
@@ -195,10 +177,6 @@ def _unvisited(intents: list[Intent], visits: _Visits) -> frozenset[int]:
     return frozenset(i for i, intent in enumerate(intents)
                      if intent.app is not None and intent.kind != "open_app"
                      and intent.app.package not in visits.worked)
-
-
-def _opened_apps(history: list[HistoryEntry]) -> list[str]:
-    return [str(e.action.get("app", "")).lower() for e in history if e.action.get("type") == OPENAPP]
 
 
 # --- the backend -------------------------------------------------------------------
@@ -411,7 +389,7 @@ class HeuristicBackend:
         if not wanted:
             return None
         said = set(tokens(ctx.instruction))
-        clicked = {normalise_words(label) for label in _history_labels(ctx.history)}
+        clicked = {normalise_words(label) for label in history_labels(ctx.history)}
         fits: dict[frozenset[str], list[tuple[UINode, str, set[str]]]] = {}
         for node in view.candidates:
             label = (node.text or "").strip()
@@ -473,7 +451,7 @@ class HeuristicBackend:
         screen_words = set(tokens(" ".join(
             n.text for n in view.nodes if n.text and not n.clickable and not is_editable(n))))
         named_here = bool(item) and item <= screen_words
-        clicked = {plain(label) for label in _history_labels(ctx.history)}
+        clicked = {plain(label) for label in history_labels(ctx.history)}
         best: tuple[int, UINode] | None = None
         for node in view.candidates:
             if not (node.clickable and node.enabled) or is_editable(node) or is_system_nav(node):
@@ -586,7 +564,7 @@ class HeuristicBackend:
         typed = extract_text(ctx.instruction)
         if typed:
             text = text.replace(typed, " ")  # a number inside a message is not a setting
-        pressed = _history_labels(ctx.history)
+        pressed = history_labels(ctx.history)
         for stepper in steppers:
             names = {stepper.decrease.label, stepper.increase.label}
             presses = [i for i, label in enumerate(pressed) if label in names]
@@ -633,7 +611,7 @@ class HeuristicBackend:
         values = _form_values(ctx.instruction)
         if not values:
             return None
-        typed = _typed_texts(ctx.history)
+        typed = typed_texts(ctx.history)
         fitting = [(node, value) for node in view.editables
                    for kind, value in values if _field_kind(node) == kind]
         for node, value in fitting:
@@ -670,7 +648,7 @@ class HeuristicBackend:
                                f"Every value is entered; '{buttons[0].label}' saves the form.",
                                [buttons[0].key])
         if not fitting and len(ours) == len(values) and any(
-                plain(label) in _SAVE_LABELS for label in _history_labels(ctx.history)):
+                plain(label) in _SAVE_LABELS for label in history_labels(ctx.history)):
             shown = " ".join(n.text.lower() for n in view.nodes if n.text and not is_editable(n))
             if all(value.lower() in shown for _, value in values):
                 return _Choice(Action(COMPLETE), 5.0,
@@ -689,7 +667,7 @@ class HeuristicBackend:
         if intent.kind == "open_app":
             if intent.app and view.package == intent.app.package:
                 return "done"
-            if intent.app and intent.app.name.lower() in _opened_apps(history):
+            if intent.app and intent.app.name.lower() in opened_apps(history):
                 return "seen"
             return "todo"
         if intent.kind == "toggle":
@@ -698,7 +676,7 @@ class HeuristicBackend:
                 if switch.checked != intent.desired or _other_named_option(view, intent):
                     return "todo"
                 return "done"
-            labels = _history_labels(history)
+            labels = history_labels(history)
             target = set(tokens(intent.target))
             if target and any(target <= set(tokens(label)) for label in labels):
                 return "seen"
@@ -743,9 +721,9 @@ class HeuristicBackend:
                 return "done"
             if success and _requests(intent):
                 return "likely"  # a loose confirmation ("Added to cart" for "buy")
-            if _committed(history[-1], intent) and view.overlay_kind != "dialog":
+            if committed(history[-1], intent) and view.overlay_kind != "dialog":
                 return "likely"  # the form was just sent off ("Confirm ride" → a trip screen)
-            if _confirmed(history) and view.overlay_kind != "dialog":
+            if confirmed(history) and view.overlay_kind != "dialog":
                 return "likely"  # "Stop parking", then "Stop" in the dialog it opened
         return "seen" if self._finished_in_its_app(intent, view, ctx, visits) else "todo"
 
@@ -761,8 +739,8 @@ class HeuristicBackend:
         visits = visits or _app_visits(history, tuple(ctx.apps))
         # (a tap the dialog on screen now asks to confirm is not committed yet)
         settled = history[:-1] if view.overlay_kind == "dialog" else history
-        if any(app == intent.app.package and (_committed(entry, intent)
-                                              or _confirmed(settled, i + 1))
+        if any(app == intent.app.package and (committed(entry, intent)
+                                              or confirmed(settled, i + 1))
                for i, (app, entry) in enumerate(zip(visits.where, settled))):
             return True
         return intent.app.package in visits.left_by_person and view.package != intent.app.package
@@ -919,7 +897,7 @@ class HeuristicBackend:
         """Every choice on screen made, at least one by us: tap the button the goal names."""
         if not view.groups or any(g.checked is None for g in view.groups) or view.overlay_kind:
             return None
-        clicked = {label.lower() for label in _history_labels(ctx.history)}
+        clicked = {label.lower() for label in history_labels(ctx.history)}
         chosen_here = {(o.label or row_label(o, view.nodes)).lower()
                        for g in view.groups for o in g.options}
         if not clicked & chosen_here:
@@ -1019,7 +997,7 @@ class HeuristicBackend:
         # 3 made the calibrated gate ask more on the bundled apps, where such scrolls are
         # right, and the heuristic alone no better on new ones: measured 2026-11-25,
         # docs/evaluation.md.)
-        confidence = 4.0 if sure and direction == "UP" and not _scrolled_in_vain(ctx) else 3.0
+        confidence = 4.0 if sure and direction == "UP" and not scrolled_in_vain(ctx) else 3.0
         return _Choice(Action(SCROLL, direction=direction), confidence, why + f" Scrolling {direction}.")
 
     def _best_unused(
@@ -1029,7 +1007,7 @@ class HeuristicBackend:
         query = intent.target
         if exclude_text:
             query = query.replace(exclude_text, " ")
-        clicked = {normalise_words(label) for label in _history_labels(ctx.history)}
+        clicked = {normalise_words(label) for label in history_labels(ctx.history)}
         clicked.discard("")
 
         def used(node: UINode) -> bool:
@@ -1124,7 +1102,7 @@ class HeuristicBackend:
         if success:
             return _Choice(Action(COMPLETE), 3.0,
                            f"The screen says '{success.group(0)}'; the goal looks reached.")
-        if closest is not None and not _back_is_the_way(ctx) and not _named_elsewhere(
+        if closest is not None and not back_is_the_way(ctx) and not _named_elsewhere(
                 display_label(closest[0], view.nodes), intent, ctx):
             node, score, second = closest
             label = display_label(node, view.nodes)
@@ -1151,14 +1129,6 @@ def _named_elsewhere(label: str, intent: Intent, ctx: StepContext) -> bool:
     here = len(words & set(tokens(intent.text)))
     return any(len(words & set(tokens(part))) > here
                for part in split_goal(ctx.goal) if part != intent.text)
-
-
-def _back_is_the_way(ctx: StepContext) -> bool:
-    """The agent's own last tap led here and changed the screen: a screen it chose that
-    holds nothing of the goal is a wrong turn, and back is the way."""
-    last = ctx.history[-1] if ctx.history else None
-    return last is not None and last.by == "agent" and last.screen_changed and \
-        last.action.get("type") == CLICK
 
 
 # --- evidence ----------------------------------------------------------------------
@@ -1309,48 +1279,6 @@ def _success_fits(success: str, intent: Intent) -> bool:
     return any(any(p in lowered for p in _SUCCESS_FOR[verb]) for verb in _request_verbs(intent))
 
 
-def _scrolled_in_vain(ctx: StepContext) -> bool:
-    """A scroll already happened on this screen and the agent is still looking: the list
-    did not hold the target where a first scroll would show it, so another is a guess
-    (on the development suites a second scroll at 4 was right 1 time in 6)."""
-    for entry in reversed(ctx.history):
-        kind = entry.action.get("type")
-        if kind == SCROLL:
-            return True
-        if kind != WAIT:
-            return False
-    return False
-
-
-# Buttons whose tap commits what a form or a screen describes: the request is then sent.
-_COMMIT_VERBS = frozenset(
-    "confirm book schedule place pay submit buy order checkout purchase reserve save".split())
-
-
-def _committed(entry: HistoryEntry, intent: Intent) -> bool:
-    """The step tapped a button that commits a request — "Confirm ride", "Place order",
-    or the sub-goal's own verb ("Cancel ride" for "cancel friday's ride") — and the
-    screen changed."""
-    action = entry.action or {}
-    if action.get("type") != CLICK or not entry.screen_changed:
-        return False
-    words = str(action.get("element") or "").lower().split()
-    if not words:
-        return False
-    verb = (intent.text.lower().split() or [""])[0]
-    if words[0] in _COMMIT_VERBS or (len(words) > 1 and words[0] == verb):
-        return True
-    # a control that states its state and was flipped to the sub-goal's: "Not starred"
-    # tapped for "star the email" (it reads "Starred" now)
-    return len(words) == 2 and words[0] == "not" and words[1] in verb_forms(verb)
-
-
-# First words that repeat without confirming anything: "Continue" twice is two pages of
-# a wizard, "Increase" twice a stepper on its way.
-_NOT_A_GO_AHEAD = frozenset(
-    "ok okay continue next done close back yes no not got increase decrease".split())
-
-
 def _commit_buttons(view: ScreenView) -> list[UINode]:
     """The buttons on screen that save or send what the screen holds ("Add to trip",
     "Extend", "Pay"), stepper buttons aside."""
@@ -1369,30 +1297,6 @@ def _other_buttons(view: ScreenView) -> bool:
     return any(node.clickable and node.enabled and "Button" in node.cls
                and node.key not in view.settled and not is_system_nav(node)
                for node in view.candidates)
-
-
-def _confirmed(history: list[HistoryEntry], end: int | None = None) -> bool:
-    """The last tap (of ``history[:end]``) said again the verb of the tap before it —
-    "Stop parking" then "Stop", "Place order" twice, "Remove vehicle" then "Remove" — and
-    both changed the screen: the go-ahead of the confirmation the first one asked for, so
-    the request is sent off.
-
-    On the development suites' teacher paths, 44 steps after such a pair wanted COMPLETE
-    and the heuristic pressed back at all of them (docs/heuristic.md)."""
-    end = len(history) if end is None else end
-    if end < 2:
-        return False
-    pair = history[end - 2:end]
-    if any(e.action.get("type") != CLICK or not e.screen_changed for e in pair):
-        return False
-    labels = [_history_labels([e]) for e in pair]
-    if not all(labels):
-        return False
-    first, second = (label[0].split() for label in labels)
-    if not first or not second or first[-1].lower() == "row" or second[-1].lower() == "row":
-        return False  # a row's id tail ("mila kid row"), not a button's words
-    verb = first[0].lower()
-    return verb == second[0].lower() and verb.isalpha() and verb not in _NOT_A_GO_AHEAD
 
 
 _SUBMIT_WORDS = frozenset({"send", "search", "save", "ok", "post", "submit", "go", "apply", "confirm"})
@@ -1502,7 +1406,7 @@ _LABEL_RE = re.compile(r"\b(?:(?:labell?ed|named|called|titled)|(?:call|name|lab
                        r"|,?\s+saying\b|,?\s+with\s+(?:the\s+)?(?:text|body|note|message)\b)", re.I)
 _SAVE_LABELS = frozenset({"save", "ok", "done", "set", "add"})
 # The first words of buttons that save or send what a screen holds (``_commit_buttons``).
-_SUBMIT_VERBS = _COMMIT_VERBS | _SAVE_LABELS | frozenset(
+_SUBMIT_VERBS = COMMIT_VERBS | _SAVE_LABELS | frozenset(
     "apply update extend start send continue next register request".split())
 _SIGN_IN_LABELS = frozenset({"sign in", "log in", "login", "signin", "continue", "next"})
 _CREATE_RE = re.compile(r"^\s*(?:please\s+)?(?:set|add|create|make|schedule)\b|\bnew\b", re.I)
@@ -1697,7 +1601,7 @@ def _goal_asks_for(button_label: str, ctx: StepContext) -> bool:
     """The goal asks for what the confirmation commits: the verb of the go-ahead button,
     or of the tapped label when the button only says "OK"/"Confirm", is one the goal uses
     ("Cancel ride" for "cancel my ride") or a verb that completes a request
-    (``_COMMIT_VERBS``: "Place order", "Book"; money is the policy's to ask about)."""
+    (``COMMIT_VERBS``: "Place order", "Book"; money is the policy's to ask about)."""
     tapped = ""
     if ctx.history:
         match = _TAPPED_LABEL.match(ctx.history[-1].summary or "")
@@ -1707,7 +1611,7 @@ def _goal_asks_for(button_label: str, ctx: StepContext) -> bool:
         words = [w for w in tokens(label, keep_stopwords=True) if w not in _FUNCTION_WORDS]
         if not words or (label is button_label and words[0] in _GO_AHEAD_WORDS):
             continue  # "Confirm": the tap before it says what is confirmed
-        return words[0] in goal or words[0] in _COMMIT_VERBS
+        return words[0] in goal or words[0] in COMMIT_VERBS
     return True
 
 
