@@ -24,7 +24,6 @@ have direct evidence for (OS-Kairos §4.2, Eq. 4).
 from __future__ import annotations
 
 import re
-import sys
 import traceback
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +31,8 @@ from typing import Any
 from agents.backends.base import (
     Clarification, HistoryEntry, Proposal, StepContext, clamp_confidence,
 )
-from agents.backends.evidence import app_mention, context_evidence
+from agents.backends.evidence import app_mention
+from agents.backends.heuristic.choice import Choice, match_confidence, step_evidence
 from agents.backends.heuristic.history import (
     COMMIT_VERBS, back_is_the_way, committed, confirmed, history_labels, opened_apps,
     scrolled_in_vain, typed_texts,
@@ -65,27 +65,6 @@ __all__ = ["HeuristicBackend", "Intent", "parse_intent", "extract_text", "match_
 
 
 _ALLOW_WORDS = ("allow", "while using the app", "only this time", "grant", "ok")
-
-
-# --- confidence --------------------------------------------------------------------
-
-
-def match_confidence(best: float, runner_up: float) -> float:
-    """Confidence 1–5 from the best element's match score and its margin.
-
-    5 — a strong, unique match; 4 — a clear match with a clear margin; 3 — a plausible
-    match; 2 — a weak one or two candidates alike; 1 — nothing matches.
-    """
-    margin = best - runner_up
-    if best >= 0.8 and margin >= 0.3:
-        return 5.0
-    if best >= 0.6 and margin >= 0.2:
-        return 4.0
-    if best >= 0.45 and margin >= 0.1:
-        return 3.0
-    if best > 0.2:
-        return 2.0
-    return 1.0
 
 
 # --- history -----------------------------------------------------------------------
@@ -182,31 +161,6 @@ def _unvisited(intents: list[Intent], visits: _Visits) -> frozenset[int]:
 # --- the backend -------------------------------------------------------------------
 
 
-@dataclass
-class _Choice:
-    action: Action
-    confidence: float
-    thought: str
-    candidates: list[str] = field(default_factory=list)
-    # Evidence for the calibrator: the decision rule that fired is the backend method
-    # that built this choice (``_toggle``, ``_click_best`` …), recorded here so that
-    # every one of the rules states it without each call site naming itself.
-    rule: str = ""
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.rule:
-            self.rule = sys._getframe(2).f_code.co_name.lstrip("_")  # 1 is __init__
-
-    def matched(self, best: float, runner_up: float, candidates: int = 0) -> "_Choice":
-        """Record the element match behind this choice: strength, margin over the
-        runner-up and how many elements fitted at all."""
-        self.evidence.update(strength=round(best, 4), margin=round(best - runner_up, 4))
-        if candidates:
-            self.evidence["fitting"] = candidates
-        return self
-
-
 class HeuristicBackend:
     """Rule-based, offline backend. ``propose`` never raises."""
 
@@ -233,7 +187,7 @@ class HeuristicBackend:
         view = read_screen(ctx)
         goal = ctx.goal
 
-        def done(choice: _Choice, current: str) -> Proposal:
+        def done(choice: Choice, current: str) -> Proposal:
             rec = recommend(view.nodes, current or goal, k=self.top_k,
                             excluded=ctx.excluded_elements)
             return Proposal(
@@ -292,7 +246,7 @@ class HeuristicBackend:
 
     # -- blocking screens --
 
-    def _overlay(self, view: ScreenView, goal: str, ctx: StepContext) -> _Choice | None:
+    def _overlay(self, view: ScreenView, goal: str, ctx: StepContext) -> Choice | None:
         if not view.overlay_kind:
             return None
         goal_toks = set(tokens(goal))
@@ -313,12 +267,12 @@ class HeuristicBackend:
                 # a slip, and its dialog is the last chance to take it back.
                 x, y = confirm.center
                 if _goal_asks_for(confirm.label, ctx):
-                    return _Choice(Action(CLICK, x=x, y=y, element=confirm.label), 4.0,
-                                   f"The app asks to confirm the last step; going ahead with "
-                                   f"'{confirm.label}'.")
-                return _Choice(Action(CLICK, x=x, y=y, element=confirm.label), 2.0,
-                               f"The app asks to confirm '{confirm.label}', which the goal "
-                               f"does not ask for; a person decides.")
+                    return Choice(Action(CLICK, x=x, y=y, element=confirm.label), 4.0,
+                                  f"The app asks to confirm the last step; going ahead with "
+                                  f"'{confirm.label}'.")
+                return Choice(Action(CLICK, x=x, y=y, element=confirm.label), 2.0,
+                              f"The app asks to confirm '{confirm.label}', which the goal "
+                              f"does not ask for; a person decides.")
         if view.overlay_kind == "dialog" and words and len(words & goal_toks) >= max(1, len(words) // 3):
             return None  # the goal talks about this dialog: it is part of the task
         buttons = [n for n in overlay_nodes if n.clickable and n.enabled and n.label]
@@ -326,7 +280,7 @@ class HeuristicBackend:
             # Nothing to tap and a spinner: waiting is the only sensible step.
             confidence = 4.0 if not any(n.clickable for n in view.nodes
                                         if not is_system_nav(n)) else 2.0
-            return _Choice(Action(WAIT), confidence, "The screen is still loading; waiting for it.")
+            return Choice(Action(WAIT), confidence, "The screen is still loading; waiting for it.")
         preferred: tuple[str, ...]
         if view.overlay_kind == "permission":
             preferred = _ALLOW_WORDS
@@ -341,12 +295,12 @@ class HeuristicBackend:
             for button in buttons:
                 if button.label.strip().lower() == word or word in button.label.lower().split():
                     x, y = button.center
-                    return _Choice(Action(CLICK, x=x, y=y, element=button.label),
-                                   _overlay_confidence(view.overlay_kind, button, buttons),
-                                   why + f" Clicking '{button.label}'.")
+                    return Choice(Action(CLICK, x=x, y=y, element=button.label),
+                                  _overlay_confidence(view.overlay_kind, button, buttons),
+                                  why + f" Clicking '{button.label}'.")
         if view.overlay_kind == "error":
-            return _Choice(Action(PRESS_BACK), 1.0, "An error screen with no way to retry.")
-        return _Choice(Action(PRESS_BACK), 1.0, why + " No button found; going back.")
+            return Choice(Action(PRESS_BACK), 1.0, "An error screen with no way to retry.")
+        return Choice(Action(PRESS_BACK), 1.0, why + " No button found; going back.")
 
     # -- clarification (RecAgent §3.6, App. D) --
 
@@ -374,7 +328,7 @@ class HeuristicBackend:
         return None
 
     def _equally_valid(self, intent: Intent, view: ScreenView,
-                       ctx: StepContext) -> Proposal | _Choice | None:
+                       ctx: StepContext) -> Proposal | Choice | None:
         """Ask which one when several items on screen fit the goal equally and only words
         the instruction does not say tell them apart ("Text Sam…" with Sam Patel and Sam
         Rivera listed) — RecAgent §3.6: several choices equally valid. An item the
@@ -421,8 +375,8 @@ class HeuristicBackend:
                 return None  # the answer names none of them: _click_best guesses, low
             node, label = named[0]
             x, y = node.center
-            return _Choice(Action(CLICK, x=x, y=y, element=label), 5.0,
-                           f"The user chose '{label}'.", [node.key])
+            return Choice(Action(CLICK, x=x, y=y, element=label), 5.0,
+                          f"The user chose '{label}'.", [node.key])
         return Proposal(
             action=None, confidence=2.0, clarification=Clarification(question, labels),
             thought=f"{_or_list(labels)} all fit '{intent.text}'; only the user knows which.",
@@ -432,7 +386,7 @@ class HeuristicBackend:
     # -- shopping --
 
     def _purchase_step(self, intents: list[Intent], view: ScreenView,
-                       ctx: StepContext) -> _Choice | None:
+                       ctx: StepContext) -> Choice | None:
         """Walk a shop's purchase funnel for "buy X" / "add X to my cart".
 
         A person who wants to buy something searches for it by name, then goes Add to cart →
@@ -470,10 +424,10 @@ class HeuristicBackend:
             sure = named_here or any(
                 phrase in clicked for phrases in _FUNNEL[:stage] for phrase in phrases) or \
                 f" {normalise_words(node.label or '')} " in f" {normalise_words(ctx.instruction)} "
-            return _Choice(Action(CLICK, x=x, y=y, element=node.label), 4.0 if sure else 3.0,
-                           f"Buying: '{node.label}' is the next step of the purchase"
-                           + ("" if sure else ", though this screen does not name the item") + ".",
-                           [node.key])
+            return Choice(Action(CLICK, x=x, y=y, element=node.label), 4.0 if sure else 3.0,
+                          f"Buying: '{node.label}' is the next step of the purchase"
+                          + ("" if sure else ", though this screen does not name the item") + ".",
+                          [node.key])
         if item:
             # A list row naming the item opens its page ("Nimbus Noise Cancelling").
             overlay = {n.key for n in view.overlay}
@@ -484,14 +438,14 @@ class HeuristicBackend:
             # lookalike "Visa ending 4417" is not "the" item just because it is left.
             if len({plain(n.text) for n in rows}) == 1 and plain(rows[0].text) not in clicked:
                 x, y = rows[0].center
-                return _Choice(Action(CLICK, x=x, y=y, element=rows[0].text), 4.0,
-                               f"'{rows[0].text}' is the item the goal names; opening it.",
-                               [rows[0].key])
+                return Choice(Action(CLICK, x=x, y=y, element=rows[0].text), 4.0,
+                              f"'{rows[0].text}' is the item the goal names; opening it.",
+                              [rows[0].key])
         if any(i.kind == "type" for i in intents):
             return None  # the instruction says what to search for itself
         return self._search_item(ctx, view)
 
-    def _search_item(self, ctx: StepContext, view: ScreenView) -> _Choice | None:
+    def _search_item(self, ctx: StepContext, view: ScreenView) -> Choice | None:
         """The item is not on screen but a search field is: search for it by name."""
         query = _item_query(ctx.instruction, ctx.apps)
         fields = [n for n in view.editables if "search" in node_label_text(n).lower()]
@@ -501,7 +455,7 @@ class HeuristicBackend:
         last = ctx.history[-1].action if ctx.history else {}
         if not field_is_empty(field_node):
             if last.get("type") == TYPE and normalise_words(str(last.get("text", ""))) == normalise_words(query):
-                return _Choice(Action(PRESS_ENTER), 4.0, f"'{query}' is typed; searching.")
+                return Choice(Action(PRESS_ENTER), 4.0, f"'{query}' is typed; searching.")
             return None
         words = set(tokens(query))
         shown = any(words <= set(tokens(n.text)) for n in view.nodes if n.text and not is_editable(n))
@@ -509,13 +463,13 @@ class HeuristicBackend:
                        == normalise_words(query) for e in ctx.history)
         if shown or searched:
             return None
-        return _Choice(Action(TYPE, text=query, element=field_node.label or None), 4.0,
-                       f"'{query}' is not on this screen; searching the shop for it.",
-                       [field_node.key])
+        return Choice(Action(TYPE, text=query, element=field_node.label or None), 4.0,
+                      f"'{query}' is not on this screen; searching the shop for it.",
+                      [field_node.key])
 
     # -- signing in --
 
-    def _sign_in(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
+    def _sign_in(self, view: ScreenView, ctx: StepContext) -> Choice | None:
         """A sign-in screen: the password is the account owner's, so a person types it.
 
         The agent taps the empty password field (harmless), then asks a person to type —
@@ -529,26 +483,26 @@ class HeuristicBackend:
         if field_is_empty(field_node):
             if not field_node.focused:
                 x, y = field_node.center
-                return _Choice(Action(CLICK, x=x, y=y, element=field_node.label or None), 4.0,
-                               "The app asks to sign in; tapping the password field.",
-                               [field_node.key])
-            return _Choice(Action(WAIT), 1.0,
-                           "The app asks for the account's password. Only its owner or an "
-                           "operator may type it: please enter it (take over, or edit this "
-                           "step into TYPE).")
+                return Choice(Action(CLICK, x=x, y=y, element=field_node.label or None), 4.0,
+                              "The app asks to sign in; tapping the password field.",
+                              [field_node.key])
+            return Choice(Action(WAIT), 1.0,
+                          "The app asks for the account's password. Only its owner or an "
+                          "operator may type it: please enter it (take over, or edit this "
+                          "step into TYPE).")
         buttons = [n for n in view.candidates if n.clickable and n.enabled
                    and plain(n.label or "") in _SIGN_IN_LABELS]
         last = ctx.history[-1].action.get("type") if ctx.history else None
         if len(buttons) == 1 and last == TYPE:
             x, y = buttons[0].center
-            return _Choice(Action(CLICK, x=x, y=y, element=buttons[0].label), 4.0,
-                           f"The password is entered; tapping '{buttons[0].label}'.",
-                           [buttons[0].key])
+            return Choice(Action(CLICK, x=x, y=y, element=buttons[0].label), 4.0,
+                          f"The password is entered; tapping '{buttons[0].label}'.",
+                          [buttons[0].key])
         return None
 
     # -- forms --
 
-    def _stepper(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
+    def _stepper(self, view: ScreenView, ctx: StepContext) -> Choice | None:
         """Tap − or + on a stepper until it shows the number the goal gives for it
         ("set it to 8 servings", "cap her at 3 GB", "an extra hour"); a stepper already
         there joins ``view.settled`` so no later rule taps it again.
@@ -585,9 +539,9 @@ class HeuristicBackend:
                     # "keep 40% in the battery": the stepper was the whole request, and
                     # no button on screen could save it — it is set. (A button of any
                     # words may be the one: "List for sale" after a price stepper.)
-                    return _Choice(Action(COMPLETE), 3.0,
-                                   f"'{stepper.label}' shows {wanted:g}, as the goal asks, "
-                                   "and nothing on screen saves it: done.")
+                    return Choice(Action(COMPLETE), 3.0,
+                                  f"'{stepper.label}' shows {wanted:g}, as the goal asks, "
+                                  "and nothing on screen saves it: done.")
                 commits = _commit_buttons(view)
                 if len(commits) == 1:
                     # "20 bucks" set: "Pay" is how it goes on, whatever its words — once
@@ -595,12 +549,12 @@ class HeuristicBackend:
                     view.stepper_done = commits[0]
                 continue
             x, y = button.center
-            return _Choice(Action(CLICK, x=x, y=y, element=button.label or None), 3.0,
-                           f"'{stepper.label}' shows {stepper.value:g}; the goal wants "
-                           f"{wanted:g}.", [button.key])
+            return Choice(Action(CLICK, x=x, y=y, element=button.label or None), 3.0,
+                          f"'{stepper.label}' shows {stepper.value:g}; the goal wants "
+                          f"{wanted:g}.", [button.key])
         return None
 
-    def _fill_form(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
+    def _fill_form(self, view: ScreenView, ctx: StepContext) -> Choice | None:
         """Enter the values the instruction gives into the fields made for them.
 
         "Add a 7:15 AM alarm labelled Gym": a time goes into a field labelled like a time,
@@ -618,11 +572,11 @@ class HeuristicBackend:
             if not field_is_empty(node):
                 continue
             if node.focused:
-                return _Choice(Action(TYPE, text=value, element=node.label or None), 5.0,
-                               f"Typing '{value}' into '{node.label}'.", [node.key])
+                return Choice(Action(TYPE, text=value, element=node.label or None), 5.0,
+                              f"Typing '{value}' into '{node.label}'.", [node.key])
             x, y = node.center
-            return _Choice(Action(CLICK, x=x, y=y, element=node.label or None), 4.0,
-                           f"'{node.label}' is where '{value}' goes; tapping it.", [node.key])
+            return Choice(Action(CLICK, x=x, y=y, element=node.label or None), 4.0,
+                          f"'{node.label}' is where '{value}' goes; tapping it.", [node.key])
         ours = [value for _, value in values if value.lower() in typed]
         if not fitting and not ours and _CREATE_RE.search(ctx.instruction):
             # No form yet: the "Add alarm" / "New alarm" control of the thing the goal makes.
@@ -635,26 +589,26 @@ class HeuristicBackend:
                     makers.append(n)
             if len(makers) == 1:
                 x, y = makers[0].center
-                return _Choice(Action(CLICK, x=x, y=y, element=makers[0].label), 4.0,
-                               f"'{makers[0].label}' opens the form for what the goal adds.",
-                               [makers[0].key])
+                return Choice(Action(CLICK, x=x, y=y, element=makers[0].label), 4.0,
+                              f"'{makers[0].label}' opens the form for what the goal adds.",
+                              [makers[0].key])
         if fitting and len(ours) == len(values) and ctx.history and \
                 ctx.history[-1].action.get("type") == TYPE:
             buttons = [n for n in view.candidates if n.clickable and n.enabled
                        and plain(n.label or "") in _SAVE_LABELS]
             if len(buttons) == 1:
                 x, y = buttons[0].center
-                return _Choice(Action(CLICK, x=x, y=y, element=buttons[0].label), 4.0,
-                               f"Every value is entered; '{buttons[0].label}' saves the form.",
-                               [buttons[0].key])
+                return Choice(Action(CLICK, x=x, y=y, element=buttons[0].label), 4.0,
+                              f"Every value is entered; '{buttons[0].label}' saves the form.",
+                              [buttons[0].key])
         if not fitting and len(ours) == len(values) and any(
                 plain(label) in _SAVE_LABELS for label in history_labels(ctx.history)):
             shown = " ".join(n.text.lower() for n in view.nodes if n.text and not is_editable(n))
             if all(value.lower() in shown for _, value in values):
-                return _Choice(Action(COMPLETE), 5.0,
-                               "The form is saved and its values show on this screen.")
-            return _Choice(Action(COMPLETE), 4.0,
-                           "The form closed on Save without an error; the goal is done.")
+                return Choice(Action(COMPLETE), 5.0,
+                              "The form is saved and its values show on this screen.")
+            return Choice(Action(COMPLETE), 4.0,
+                          "The form closed on Save without an error; the goal is done.")
         return None
 
     # -- progress --
@@ -745,12 +699,12 @@ class HeuristicBackend:
             return True
         return intent.app.package in visits.left_by_person and view.package != intent.app.package
 
-    def _complete(self, intents: list[Intent], status: list[str], view: ScreenView) -> _Choice:
+    def _complete(self, intents: list[Intent], status: list[str], view: ScreenView) -> Choice:
         visible = all(s == "done" for s in status[-1:])
         confidence = 5.0 if visible else 3.0  # history or a loose confirmation only
-        choice = _Choice(Action(COMPLETE), confidence,
-                         "Every sub-goal's effect is visible on the screen; the task is done."
-                         if visible else "The history suggests every sub-goal is done.")
+        choice = Choice(Action(COMPLETE), confidence,
+                        "Every sub-goal's effect is visible on the screen; the task is done."
+                        if visible else "The history suggests every sub-goal is done.")
         # Evidence before COMPLETE: the last sub-goal shows on screen, and how many of
         # all of them do (the earlier ones may only be known from the history).
         choice.evidence.update(last_goal_visible=visible,
@@ -759,7 +713,7 @@ class HeuristicBackend:
 
     # -- acting on one sub-goal --
 
-    def _act(self, intent: Intent, view: ScreenView, ctx: StepContext, goal: str) -> _Choice | Proposal:
+    def _act(self, intent: Intent, view: ScreenView, ctx: StepContext, goal: str) -> Choice | Proposal:
         app_step = self._app_step(intent, view, ctx)
         if app_step is not None:
             return app_step
@@ -779,7 +733,7 @@ class HeuristicBackend:
             return self._type(intent, view, ctx)
         return self._click_best(intent, view, ctx)
 
-    def _app_step(self, intent: Intent, view: ScreenView, ctx: StepContext) -> _Choice | None:
+    def _app_step(self, intent: Intent, view: ScreenView, ctx: StepContext) -> Choice | None:
         app = intent.app
         chosen = _app_a_person_chose(ctx, view)
         if chosen is not None and chosen.package in intent.plan_apps - {app.package if app else ""}:
@@ -791,24 +745,24 @@ class HeuristicBackend:
                 # (a name said only as an everyday word — "we don't need coffee anymore",
                 # "is there a setting for that" — does not pull the phone out of it)
                 return None
-            return _Choice(Action(OPENAPP, app=app.name), 2.0,
-                           f"The goal names '{app.name}', but a person just opened "
-                           f"'{chosen.name}'; asking before leaving it.")
+            return Choice(Action(OPENAPP, app=app.name), 2.0,
+                          f"The goal names '{app.name}', but a person just opened "
+                          f"'{chosen.name}'; asking before leaving it.")
         if app is None:
             if view.launcher:
                 app, named, strength = app_match(ctx.goal, tuple(ctx.apps))
                 if app is None:
-                    return _Choice(Action(IMPOSSIBLE), 1.0, "No installed app fits the goal.")
+                    return Choice(Action(IMPOSSIBLE), 1.0, "No installed app fits the goal.")
                 confidence = 3.0 if strength >= 0.5 else 2.0
-                return _Choice(Action(OPENAPP, app=app.name), confidence,
-                               f"On the home screen; '{app.name}' is the closest app to the goal.")
+                return Choice(Action(OPENAPP, app=app.name), confidence,
+                              f"On the home screen; '{app.name}' is the closest app to the goal.")
             here = _foreground_app(ctx, view)
             if here is not None and app_match(ctx.goal, tuple(ctx.apps))[0] is None:
                 # Inside a known app that does not fit either, the launcher would say the
                 # same after a chain of PRESS_BACKs a person must approve one by one: say
                 # it now, once. (An app we know nothing about may still be the right one.)
-                return _Choice(Action(IMPOSSIBLE), 1.0,
-                               f"No installed app fits the goal ('{here.name}' is open).")
+                return Choice(Action(IMPOSSIBLE), 1.0,
+                              f"No installed app fits the goal ('{here.name}' is open).")
             return None
         if view.package == app.package:
             return None
@@ -818,8 +772,8 @@ class HeuristicBackend:
             # Guessed from descriptions: sure only when one app clearly fits better.
             _, _, strength = app_match(intent.text, tuple(ctx.apps))
             confidence = 4.0 if strength >= 0.3 else 2.0
-        return _Choice(Action(OPENAPP, app=app.name), confidence,
-                       f"The goal happens in '{app.name}', which is not in the foreground; opening it.")
+        return Choice(Action(OPENAPP, app=app.name), confidence,
+                      f"The goal happens in '{app.name}', which is not in the foreground; opening it.")
 
     def _find_switch(self, intent: Intent, view: ScreenView) -> tuple[UINode | None, float, float]:
         """The checkable node the toggle names, its match score, and the runner-up's."""
@@ -833,7 +787,7 @@ class HeuristicBackend:
         second = ranked[1].total if len(ranked) > 1 else 0.0
         return ranked[0].node, ranked[0].total, second
 
-    def _toggle(self, intent: Intent, view: ScreenView, ctx: StepContext) -> _Choice:
+    def _toggle(self, intent: Intent, view: ScreenView, ctx: StepContext) -> Choice:
         switch, score, second = self._find_switch(intent, view)
         state_word = "on" if intent.desired else "off"
         if switch is not None and score >= 0.5:
@@ -844,16 +798,16 @@ class HeuristicBackend:
                 if option is not None:  # "lights on at high brightness": High is left
                     x, y = option.center
                     name = option.label or row_label(option, view.nodes)
-                    return _Choice(Action(CLICK, x=x, y=y, element=name), 4.0,
-                                   f"'{label}' is {current} as the goal wants; it also names "
-                                   f"'{name}', not chosen yet.", [option.key])
-                return _Choice(Action(COMPLETE), 4.0,
-                               f"'{label}' is currently {current}, as the goal wants.")
+                    return Choice(Action(CLICK, x=x, y=y, element=name), 4.0,
+                                  f"'{label}' is {current} as the goal wants; it also names "
+                                  f"'{name}', not chosen yet.", [option.key])
+                return Choice(Action(COMPLETE), 4.0,
+                              f"'{label}' is currently {current}, as the goal wants.")
             x, y = switch.center
             confidence = match_confidence(score, second)
             if switch.key in ctx.excluded_elements:
                 confidence = min(confidence, 2.0)
-            return _Choice(
+            return Choice(
                 Action(CLICK, x=x, y=y, element=label or None), confidence,
                 f"The switch '{label}' is currently {current}, while the goal wants it "
                 f"{state_word}; clicking it.",
@@ -862,7 +816,7 @@ class HeuristicBackend:
         # Not on this screen: navigate towards it (a row named like the target), else scroll.
         return self._click_best(intent, view, ctx, navigating=True)
 
-    def _pick_named_option(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
+    def _pick_named_option(self, view: ScreenView, ctx: StepContext) -> Choice | None:
         for group in view.groups:
             if group.checked is not None:
                 continue
@@ -874,8 +828,8 @@ class HeuristicBackend:
                 if question_asked and group.options:
                     option = group.options[0]
                     x, y = option.center
-                    return _Choice(Action(CLICK, x=x, y=y, element=option.label), 2.0,
-                                   f"No {title} was named even after asking; guessing.")
+                    return Choice(Action(CLICK, x=x, y=y, element=option.label), 2.0,
+                                  f"No {title} was named even after asking; guessing.")
                 continue
             option, strength = named
             x, y = option.center
@@ -887,13 +841,13 @@ class HeuristicBackend:
                 # page: Black is named, but these options belong to another item.
                 confidence = min(confidence, 3.0)
                 why += " The item the goal names is not on this screen, though."
-            choice = _Choice(Action(CLICK, x=x, y=y, element=label), confidence, why,
-                             [option.key])
+            choice = Choice(Action(CLICK, x=x, y=y, element=label), confidence, why,
+                            [option.key])
             choice.evidence.update(strength=round(strength, 4), fitting=len(labels))
             return choice
         return None
 
-    def _submit_form(self, view: ScreenView, ctx: StepContext) -> _Choice | None:
+    def _submit_form(self, view: ScreenView, ctx: StepContext) -> Choice | None:
         """Every choice on screen made, at least one by us: tap the button the goal names."""
         if not view.groups or any(g.checked is None for g in view.groups) or view.overlay_kind:
             return None
@@ -911,12 +865,12 @@ class HeuristicBackend:
                 continue
             if set(tokens(label)) & goal_toks:
                 x, y = node.center
-                return _Choice(Action(CLICK, x=x, y=y, element=label), 4.0,
-                               f"Every choice is made; '{label}' submits what the goal asks.",
-                               [node.key])
+                return Choice(Action(CLICK, x=x, y=y, element=label), 4.0,
+                              f"Every choice is made; '{label}' submits what the goal asks.",
+                              [node.key])
         return None
 
-    def _type(self, intent: Intent, view: ScreenView, ctx: StepContext) -> _Choice:
+    def _type(self, intent: Intent, view: ScreenView, ctx: StepContext) -> Choice:
         typed = intent.typed or ""
         status = self._status(intent, view, ctx)
         if status == "typed":
@@ -933,15 +887,15 @@ class HeuristicBackend:
             others = [n for n in empty if n.index != field_node.index]
             sure = not others or (_field_fits(field_node, intent) and not any(
                 _field_fits(n, intent) for n in others))
-            return _Choice(Action(TYPE, text=typed, element=field_node.label or None),
-                           5.0 if sure else 3.0,
-                           f"The text field '{field_node.label}' is focused; typing '{typed}'.",
-                           [field_node.key])
+            return Choice(Action(TYPE, text=typed, element=field_node.label or None),
+                          5.0 if sure else 3.0,
+                          f"The text field '{field_node.label}' is focused; typing '{typed}'.",
+                          [field_node.key])
         if len(view.editables) == 1:
             # One field on screen: TYPE goes into it without a tap first (as adb input does).
             only = view.editables[0]
-            return _Choice(Action(TYPE, text=typed, element=only.label or None), 5.0,
-                           f"'{only.label}' is the only text field; typing '{typed}'.", [only.key])
+            return Choice(Action(TYPE, text=typed, element=only.label or None), 5.0,
+                          f"'{only.label}' is the only text field; typing '{typed}'.", [only.key])
         if empty:
             fitting = [n for n in empty if _field_fits(n, intent)]
             choice = fitting[0] if len(fitting) == 1 else empty[0]
@@ -949,22 +903,22 @@ class HeuristicBackend:
             if choice.key in ctx.excluded_elements:
                 confidence = 2.0
             x, y = choice.center
-            return _Choice(Action(CLICK, x=x, y=y, element=choice.label or None), confidence,
-                           f"Clicking the empty text field '{choice.label}' to type '{typed}'.",
-                           [choice.key])
+            return Choice(Action(CLICK, x=x, y=y, element=choice.label or None), confidence,
+                          f"Clicking the empty text field '{choice.label}' to type '{typed}'.",
+                          [choice.key])
         # No field yet: open what the goal names first ("to Alice" → Alice's conversation).
         entity = self._best_unused(intent, view, ctx, exclude_text=typed, editable_ok=False)
         if entity is not None:
             node, score, second = entity
             x, y = node.center
             label = display_label(node, view.nodes)
-            return _Choice(Action(CLICK, x=x, y=y, element=label or None),
-                           match_confidence(score, second),
-                           f"'{label}' is named by the goal; opening it before typing.",
-                           [node.key]).matched(score, second)
+            return Choice(Action(CLICK, x=x, y=y, element=label or None),
+                          match_confidence(score, second),
+                          f"'{label}' is named by the goal; opening it before typing.",
+                          [node.key]).matched(score, second)
         return self._click_best(intent, view, ctx, navigating=True)
 
-    def _submit(self, intent: Intent, view: ScreenView, ctx: StepContext) -> _Choice:
+    def _submit(self, intent: Intent, view: ScreenView, ctx: StepContext) -> Choice:
         """Send what was typed: the one commit button on screen, else Enter."""
         buttons = [
             n for n in view.candidates
@@ -976,16 +930,16 @@ class HeuristicBackend:
             x, y = best.center
             # A form with a field still empty (an alarm's time) is not ready to submit.
             ready = not any(field_is_empty(n) for n in view.editables)
-            return _Choice(Action(CLICK, x=x, y=y, element=best.label), 4.0 if ready else 3.0,
-                           f"The text is typed; clicking '{best.label}' to submit it.", [best.key])
+            return Choice(Action(CLICK, x=x, y=y, element=best.label), 4.0 if ready else 3.0,
+                          f"The text is typed; clicking '{best.label}' to submit it.", [best.key])
         if "search" in set(tokens(intent.text, keep_stopwords=True)) or any(
             "search" in node_label_text(n).lower() for n in view.editables
         ):
-            return _Choice(Action(PRESS_ENTER), 4.0 if not buttons else 2.0,
-                           "The search text is typed; pressing Enter.")
-        return _Choice(Action(PRESS_ENTER), 2.0, "The text is typed; pressing Enter to submit.")
+            return Choice(Action(PRESS_ENTER), 4.0 if not buttons else 2.0,
+                          "The search text is typed; pressing Enter.")
+        return Choice(Action(PRESS_ENTER), 2.0, "The text is typed; pressing Enter to submit.")
 
-    def _scroll(self, view: ScreenView, ctx: StepContext, why: str, sure: bool = False) -> _Choice:
+    def _scroll(self, view: ScreenView, ctx: StepContext, why: str, sure: bool = False) -> Choice:
         """Scroll for more: finger up (content further down) until that stops changing
         the screen, then back down (AITZ/OS-Atlas direction convention)."""
         last = ctx.history[-1] if ctx.history else None
@@ -998,7 +952,7 @@ class HeuristicBackend:
         # right, and the heuristic alone no better on new ones: measured 2026-11-25,
         # docs/evaluation.md.)
         confidence = 4.0 if sure and direction == "UP" and not scrolled_in_vain(ctx) else 3.0
-        return _Choice(Action(SCROLL, direction=direction), confidence, why + f" Scrolling {direction}.")
+        return Choice(Action(SCROLL, direction=direction), confidence, why + f" Scrolling {direction}.")
 
     def _best_unused(
         self, intent: Intent, view: ScreenView, ctx: StepContext, *, exclude_text: str = "",
@@ -1052,7 +1006,7 @@ class HeuristicBackend:
         return ranked[0].node, ranked[0].total, max(second, tapped_best)
 
     def _click_best(self, intent: Intent, view: ScreenView, ctx: StepContext,
-                    navigating: bool = False) -> _Choice:
+                    navigating: bool = False) -> Choice:
         # One scoring pass: a match of 0.3 or more is the element the step names; a
         # weaker one is only the closest guess, kept for when nothing else fits.
         closest = self._best_unused(intent, view, ctx, exclude_text=intent.typed or "",
@@ -1083,25 +1037,25 @@ class HeuristicBackend:
                 # A tap flips a switch; a goal that says no state to flip it to is a guess.
                 confidence = min(confidence, 3.0)
             x, y = node.center
-            choice = _Choice(Action(CLICK, x=x, y=y, element=label or None), confidence,
-                             f"'{label}' matches the step '{intent.text}' best "
-                             f"(score {score:.2f}, runner-up {second:.2f}).", [node.key])
+            choice = Choice(Action(CLICK, x=x, y=y, element=label or None), confidence,
+                            f"'{label}' matches the step '{intent.text}' best "
+                            f"(score {score:.2f}, runner-up {second:.2f}).", [node.key])
             choice.evidence["coverage"] = round(coverage, 4)
             choice.evidence["navigating"] = navigating
             return choice.matched(score, second)
         if view.stepper_done is not None:
             button = view.stepper_done
             x, y = button.center
-            return _Choice(Action(CLICK, x=x, y=y, element=button.label or None), 3.0,
-                           f"The number is set; '{button.label}' puts it through.",
-                           [button.key], rule="stepper")
+            return Choice(Action(CLICK, x=x, y=y, element=button.label or None), 3.0,
+                          f"The number is set; '{button.label}' puts it through.",
+                          [button.key], rule="stepper")
         if view.scrollables:
             return self._scroll(view, ctx, f"Nothing on screen matches '{intent.target}'.",
                                 sure=list_of_kind(view, checkable=False))
         success = SUCCESS_RE.search(view.text) if _app_ok(intent, view) else None
         if success:
-            return _Choice(Action(COMPLETE), 3.0,
-                           f"The screen says '{success.group(0)}'; the goal looks reached.")
+            return Choice(Action(COMPLETE), 3.0,
+                          f"The screen says '{success.group(0)}'; the goal looks reached.")
         if closest is not None and not back_is_the_way(ctx) and not _named_elsewhere(
                 display_label(closest[0], view.nodes), intent, ctx):
             node, score, second = closest
@@ -1110,13 +1064,13 @@ class HeuristicBackend:
             # Claimed at 2: on the development suites such guesses were right 30 % of
             # the time (80 / 265), which the shipped calibrator reads at P 0.28 from a 2
             # and at 0.18 from a 1.
-            choice = _Choice(Action(CLICK, x=x, y=y, element=label or None), 2.0,
-                             f"Nothing on this screen matches '{intent.target}' well; "
-                             f"'{label}' is the closest (score {score:.2f}).", [node.key])
+            choice = Choice(Action(CLICK, x=x, y=y, element=label or None), 2.0,
+                            f"Nothing on this screen matches '{intent.target}' well; "
+                            f"'{label}' is the closest (score {score:.2f}).", [node.key])
             choice.evidence["weak"] = True
             return choice.matched(score, second)
-        return _Choice(Action(PRESS_BACK), 1.0,
-                       f"Nothing on this screen matches '{intent.target}'.")
+        return Choice(Action(PRESS_BACK), 1.0,
+                      f"Nothing on this screen matches '{intent.target}'.")
 
 
 def _named_elsewhere(label: str, intent: Intent, ctx: StepContext) -> bool:
@@ -1129,25 +1083,6 @@ def _named_elsewhere(label: str, intent: Intent, ctx: StepContext) -> bool:
     here = len(words & set(tokens(intent.text)))
     return any(len(words & set(tokens(part))) > here
                for part in split_goal(ctx.goal) if part != intent.text)
-
-
-# --- evidence ----------------------------------------------------------------------
-
-
-def step_evidence(choice: _Choice, ctx: StepContext, view: ScreenView, plan: list[str],
-                  intents: list[Intent]) -> dict[str, Any]:
-    """Why the heuristic is sure of ``choice`` (issue 12), for the calibrator: the rule
-    that fired with its raw 1–5 score, the element match behind it, what is on screen,
-    and the context every backend states (:func:`context_evidence`)."""
-    evidence = context_evidence(choice.action, ctx)
-    evidence.update(rule=choice.rule, raw=float(choice.confidence))
-    evidence.update(choice.evidence)
-    evidence["sub_goals"] = min(len(plan), 4)
-    evidence["overlay"] = view.overlay_kind or "none"
-    evidence["launcher"] = view.launcher
-    evidence["open_choices"] = sum(1 for g in view.groups if g.checked is None)
-    evidence["targets"] = min(len(view.candidates), 30)
-    return evidence
 
 
 # --- helpers -----------------------------------------------------------------------
