@@ -25,21 +25,21 @@ from __future__ import annotations
 
 import re
 import traceback
-from dataclasses import dataclass, field
 from typing import Any
 
-from agents.backends.base import (
-    Clarification, HistoryEntry, Proposal, StepContext, clamp_confidence,
-)
-from agents.backends.evidence import app_mention
+from agents.backends.base import Clarification, Proposal, StepContext, clamp_confidence
 from agents.backends.heuristic.choice import Choice, match_confidence, step_evidence
+from agents.backends.heuristic.errands import (
+    Visits, app_ok, app_serves_goal, app_step, app_visits, finish_here_first, finished_in_its_app,
+    unvisited,
+)
 from agents.backends.heuristic.history import (
     COMMIT_VERBS, back_is_the_way, committed, confirmed, history_labels, opened_apps,
     scrolled_in_vain, typed_texts,
 )
 from agents.backends.heuristic.intents import (
-    Intent, app_match, capitalised_names, extract_text, inherit_apps, normalise_words,
-    parse_intent, verb_forms,
+    Intent, capitalised_names, extract_text, inherit_apps, normalise_words, parse_intent,
+    verb_forms,
 )
 from agents.backends.heuristic.screen import (
     DISMISS_WORDS, RETRY_WORDS, SUCCESS_RE, ChoiceGroup, ScreenView, display_label, distinct,
@@ -52,11 +52,7 @@ from agents.planning import split_goal, without_politeness
 from agents.recommend import NodeScore, recommend, score_nodes
 from agents.safety import current_policy
 from agents.text import normalise_text, tokens
-from devices.actions import (
-    CLICK, COMPLETE, IMPOSSIBLE, OPENAPP, PRESS_BACK, PRESS_ENTER, PRESS_HOME, SCROLL, TYPE, WAIT,
-    Action,
-)
-from devices.protocol import AppInfo
+from devices.actions import CLICK, COMPLETE, PRESS_BACK, PRESS_ENTER, SCROLL, TYPE, WAIT, Action
 from devices.uitree import UINode
 
 __all__ = ["HeuristicBackend", "Intent", "parse_intent", "extract_text", "match_confidence"]
@@ -65,97 +61,6 @@ __all__ = ["HeuristicBackend", "Intent", "parse_intent", "extract_text", "match_
 
 
 _ALLOW_WORDS = ("allow", "while using the app", "only this time", "grant", "ok")
-
-
-# --- history -----------------------------------------------------------------------
-
-
-def _foreground_app(ctx: StepContext, view: "ScreenView") -> AppInfo | None:
-    """The installed app on screen, when the backend knows it."""
-    return next((a for a in ctx.apps if a.package == view.package), None)
-
-
-def _app_a_person_chose(ctx: StepContext, view: "ScreenView") -> AppInfo | None:
-    """The foreground app, when the last switch of app in the episode was a person's
-    (an operator's OPENAPP, or a tap on the app's icon) and brought the phone here."""
-    here = _foreground_app(ctx, view)
-    if here is None or view.launcher:
-        return None
-    name = normalise_words(here.name)
-    for entry in reversed(ctx.history):
-        action = entry.action or {}
-        if action.get("type") == OPENAPP:
-            opened = normalise_words(str(action.get("app") or ""))
-            return here if entry.by != "agent" and opened == name else None
-        if action.get("type") == CLICK and _is_label(action.get("element"), here.name):
-            # a tap on this app's icon (a row inside an app may share another app's
-            # name — "Settings" in a ride app — so only this app's name counts)
-            return here if entry.by != "agent" else None
-    return None
-
-
-def _is_label(element: Any, name: str) -> bool:
-    """A tap's element is the app's icon: its label is the app's name, word for word
-    ("Text message" is a field in Messages, not the Messages icon)."""
-    return str(element or "").strip().casefold() == name.strip().casefold()
-
-
-@dataclass
-class _Visits:
-    """Which apps the episode has acted in, read from its history."""
-
-    worked: set[str] | None  # packages acted in; None: unknown (acted before any switch)
-    acting_here: bool  # an action since the last change of app
-    where: list[str | None]  # per history entry, the app it acted in (None: unknown)
-    # Apps a person switched away from after work was done in them: they judged that
-    # part finished (or not the agent's to finish).
-    left_by_person: set[str] = field(default_factory=set)
-
-
-def _app_visits(history: list[HistoryEntry], apps: tuple[AppInfo, ...]) -> _Visits:
-    """An action after opening an app (or tapping its icon on the home screen) was done
-    in that app; actions before the episode's first change of app were done in an app
-    the history does not name."""
-    by_name = {normalise_words(a.name): a.package for a in apps if a.name}
-    by_label = {a.name.strip().casefold(): a.package for a in apps if a.name}
-    worked: set[str] | None = set()
-    current: str | None = None
-    acting_here = False
-    where: list[str | None] = []
-    left_by_person: set[str] = set()
-    for n, entry in enumerate(history):
-        where.append(current)
-        action = entry.action or {}
-        kind = action.get("type")
-        label = str(action.get("element") or "").strip().casefold()
-        if kind in (OPENAPP, PRESS_HOME) or (kind == CLICK and label in by_label):
-            if (entry.by != "agent" and current is not None and acting_here
-                    and worked is not None and current in worked):
-                left_by_person.add(current)
-        if kind == OPENAPP:
-            current = by_name.get(normalise_words(str(action.get("app") or "")))
-        elif kind == CLICK and label in by_label:
-            current = by_label[label]
-        elif kind == PRESS_HOME:
-            current = None
-        else:
-            if n == 0:
-                worked = None
-            elif current is not None and worked is not None:
-                worked.add(current)
-            acting_here = True
-            continue
-        acting_here = False
-    return _Visits(worked, acting_here, where, left_by_person)
-
-
-def _unvisited(intents: list[Intent], visits: _Visits) -> frozenset[int]:
-    """Sub-goals whose app the episode has not acted in."""
-    if visits.worked is None:
-        return frozenset()
-    return frozenset(i for i, intent in enumerate(intents)
-                     if intent.app is not None and intent.kind != "open_app"
-                     and intent.app.package not in visits.worked)
 
 
 # --- the backend -------------------------------------------------------------------
@@ -201,12 +106,12 @@ class HeuristicBackend:
         if blocked is not None:
             return done(blocked, "deal with what covers the screen")
 
-        question = self._open_choice(view, ctx) if _app_serves_goal(intents, view, ctx) else None
+        question = self._open_choice(view, ctx) if app_serves_goal(intents, view, ctx) else None
         if isinstance(question, Proposal):
             question.plan = plan
             return question
 
-        visits = _app_visits(ctx.history, tuple(ctx.apps))  # read once per step
+        visits = app_visits(ctx.history, tuple(ctx.apps))  # read once per step
         if view.package and not view.launcher:
             signing_in = self._sign_in(view, ctx)
             if signing_in is not None:
@@ -218,7 +123,7 @@ class HeuristicBackend:
             if shopping is not None:
                 return done(shopping, "go on with the purchase")
             form = None if any(i.kind == "toggle" for i in intents) else self._fill_form(view, ctx)
-            if form is not None and form.action.type == COMPLETE and _unvisited(intents, visits):
+            if form is not None and form.action.type == COMPLETE and unvisited(intents, visits):
                 # "star the email …, and set an alarm for 5:45": the alarm's form is saved,
                 # but a part of the errand in an app never acted in is still to do.
                 form = None
@@ -226,8 +131,8 @@ class HeuristicBackend:
                 return done(form, "fill in the form the goal describes")
 
         status = [self._status(intent, view, ctx, visits) for intent in intents]
-        current_index = _current_sub_goal(intents, status, _unvisited(intents, visits))
-        current_index = _finish_here_first(intents, status, current_index, view, visits)
+        current_index = _current_sub_goal(intents, status, unvisited(intents, visits))
+        current_index = finish_here_first(intents, status, current_index, view, visits)
         if current_index is None:
             # A form still open on screen (the Coffee order after tapping 'Latte') is
             # unfinished work whatever the history says: fill what the goal names, submit.
@@ -614,7 +519,7 @@ class HeuristicBackend:
     # -- progress --
 
     def _status(self, intent: Intent, view: ScreenView, ctx: StepContext,
-                visits: _Visits | None = None) -> str:
+                visits: Visits | None = None) -> str:
         """'done' (visible on screen), 'seen' (history shows it was done), or 'todo'.
         ``visits``: the history's apps, read once per step by the caller."""
         history = ctx.history
@@ -626,7 +531,7 @@ class HeuristicBackend:
             return "todo"
         if intent.kind == "toggle":
             switch, score, _ = self._find_switch(intent, view)
-            if switch is not None and score >= 0.5 and _app_ok(intent, view):
+            if switch is not None and score >= 0.5 and app_ok(intent, view):
                 if switch.checked != intent.desired or _other_named_option(view, intent):
                     return "todo"
                 return "done"
@@ -634,7 +539,7 @@ class HeuristicBackend:
             target = set(tokens(intent.target))
             if target and any(target <= set(tokens(label)) for label in labels):
                 return "seen"
-            return "seen" if self._finished_in_its_app(intent, view, ctx, visits) else "todo"
+            return "seen" if finished_in_its_app(intent, view, ctx, visits) else "todo"
         if intent.kind == "type" and intent.typed:
             typed = intent.typed.strip().lower()
             field_texts = [n.text.strip().lower() for n in view.editables if not field_is_empty(n)]
@@ -646,7 +551,7 @@ class HeuristicBackend:
             submitted = last_type is not None and any(
                 e.action.get("type") in (CLICK, PRESS_ENTER) for e in history[last_type + 1:]
             )
-            if submitted and not _app_ok(intent, view):
+            if submitted and not app_ok(intent, view):
                 return "likely"  # sent from its own app; this screen cannot show it
             if submitted:
                 assert last_type is not None
@@ -667,7 +572,7 @@ class HeuristicBackend:
             return "todo"
         if _setting_shows(intent, view):
             return "done"
-        if history and history[-1].action.get("type") == CLICK and _app_ok(intent, view):
+        if history and history[-1].action.get("type") == CLICK and app_ok(intent, view):
             if _state_shows(intent, view):
                 return "done"
             success = success_text(view)
@@ -679,25 +584,8 @@ class HeuristicBackend:
                 return "likely"  # the form was just sent off ("Confirm ride" → a trip screen)
             if confirmed(history) and view.overlay_kind != "dialog":
                 return "likely"  # "Stop parking", then "Stop" in the dialog it opened
-        return "seen" if self._finished_in_its_app(intent, view, ctx, visits) else "todo"
+        return "seen" if finished_in_its_app(intent, view, ctx, visits) else "todo"
 
-    @staticmethod
-    def _finished_in_its_app(intent: Intent, view: ScreenView, ctx: StepContext,
-                             visits: _Visits | None) -> bool:
-        """The only part of the errand in its app was committed there earlier ("Confirm
-        ride", "Save", a request and its confirmation), or a person left that app for
-        another after work in it."""
-        if intent.app is None or intent.app.package in intent.plan_apps:
-            return False
-        history = ctx.history
-        visits = visits or _app_visits(history, tuple(ctx.apps))
-        # (a tap the dialog on screen now asks to confirm is not committed yet)
-        settled = history[:-1] if view.overlay_kind == "dialog" else history
-        if any(app == intent.app.package and (committed(entry, intent)
-                                              or confirmed(settled, i + 1))
-               for i, (app, entry) in enumerate(zip(visits.where, settled))):
-            return True
-        return intent.app.package in visits.left_by_person and view.package != intent.app.package
 
     def _complete(self, intents: list[Intent], status: list[str], view: ScreenView) -> Choice:
         visible = all(s == "done" for s in status[-1:])
@@ -714,9 +602,9 @@ class HeuristicBackend:
     # -- acting on one sub-goal --
 
     def _act(self, intent: Intent, view: ScreenView, ctx: StepContext, goal: str) -> Choice | Proposal:
-        app_step = self._app_step(intent, view, ctx)
-        if app_step is not None:
-            return app_step
+        switching = app_step(intent, view, ctx)
+        if switching is not None:
+            return switching
         if intent.kind == "toggle":
             return self._toggle(intent, view, ctx)
         question = self._equally_valid(intent, view, ctx)
@@ -733,47 +621,6 @@ class HeuristicBackend:
             return self._type(intent, view, ctx)
         return self._click_best(intent, view, ctx)
 
-    def _app_step(self, intent: Intent, view: ScreenView, ctx: StepContext) -> Choice | None:
-        app = intent.app
-        chosen = _app_a_person_chose(ctx, view)
-        if chosen is not None and chosen.package in intent.plan_apps - {app.package if app else ""}:
-            chosen = None  # opened for another part of the errand, not instead of this one
-        if chosen is not None and (app is None or app.package != chosen.package):
-            # A person put the phone in this app instead of the one the agent meant: their
-            # choice stands over a guess; leaving it for a named app is asked first.
-            if app is None or not intent.app_named or app_mention(intent.text, app.name) == "word":
-                # (a name said only as an everyday word — "we don't need coffee anymore",
-                # "is there a setting for that" — does not pull the phone out of it)
-                return None
-            return Choice(Action(OPENAPP, app=app.name), 2.0,
-                          f"The goal names '{app.name}', but a person just opened "
-                          f"'{chosen.name}'; asking before leaving it.")
-        if app is None:
-            if view.launcher:
-                app, named, strength = app_match(ctx.goal, tuple(ctx.apps))
-                if app is None:
-                    return Choice(Action(IMPOSSIBLE), 1.0, "No installed app fits the goal.")
-                confidence = 3.0 if strength >= 0.5 else 2.0
-                return Choice(Action(OPENAPP, app=app.name), confidence,
-                              f"On the home screen; '{app.name}' is the closest app to the goal.")
-            here = _foreground_app(ctx, view)
-            if here is not None and app_match(ctx.goal, tuple(ctx.apps))[0] is None:
-                # Inside a known app that does not fit either, the launcher would say the
-                # same after a chain of PRESS_BACKs a person must approve one by one: say
-                # it now, once. (An app we know nothing about may still be the right one.)
-                return Choice(Action(IMPOSSIBLE), 1.0,
-                              f"No installed app fits the goal ('{here.name}' is open).")
-            return None
-        if view.package == app.package:
-            return None
-        if intent.app_named or intent.kind == "open_app":
-            confidence = 5.0
-        else:
-            # Guessed from descriptions: sure only when one app clearly fits better.
-            _, _, strength = app_match(intent.text, tuple(ctx.apps))
-            confidence = 4.0 if strength >= 0.3 else 2.0
-        return Choice(Action(OPENAPP, app=app.name), confidence,
-                      f"The goal happens in '{app.name}', which is not in the foreground; opening it.")
 
     def _find_switch(self, intent: Intent, view: ScreenView) -> tuple[UINode | None, float, float]:
         """The checkable node the toggle names, its match score, and the runner-up's."""
@@ -1052,7 +899,7 @@ class HeuristicBackend:
         if view.scrollables:
             return self._scroll(view, ctx, f"Nothing on screen matches '{intent.target}'.",
                                 sure=list_of_kind(view, checkable=False))
-        success = SUCCESS_RE.search(view.text) if _app_ok(intent, view) else None
+        success = SUCCESS_RE.search(view.text) if app_ok(intent, view) else None
         if success:
             return Choice(Action(COMPLETE), 3.0,
                           f"The screen says '{success.group(0)}'; the goal looks reached.")
@@ -1113,21 +960,6 @@ def _current_sub_goal(intents: list[Intent], status: list[str],
             return i
     # Before the task is declared done: a sub-goal in an app never opened is still to do.
     return next((i for i in sorted(unvisited) if status[i] == "todo"), None)
-
-
-def _finish_here_first(intents: list[Intent], status: list[str], current: int | None,
-                       view: "ScreenView", visits: _Visits) -> int | None:
-    """An errand's part in the app on screen goes on before another app is opened, once
-    work in it has begun (a person opened Messages and the conversation: the text comes
-    first, then the ride) — one change of app instead of three."""
-    if current is None or not visits.acting_here:
-        return current
-    app = intents[current].app
-    if app is None or app.package == view.package:
-        return current
-    return next((i for i, intent in enumerate(intents)
-                 if intent.app is not None and intent.app.package == view.package
-                 and status[i] in ("todo", "typed", "more")), current)
 
 
 _MESSAGE_VERBS = frozenset(
@@ -1249,24 +1081,6 @@ def _field_fits(node: UINode, intent: Intent) -> bool:
     if goal & {"label", "labell", "labelled", "labeled", "named", "titled"}:
         return bool(words & {"label", "name", "title"})
     return False
-
-
-def _app_serves_goal(intents: list[Intent], view: ScreenView, ctx: StepContext) -> bool:
-    """The foreground app is where the goal (one of its sub-goals) happens — or an app we
-    know nothing about, which may be. A form another errand left open in a known app that
-    the goal does not need is no reason to ask the user anything."""
-    here = _foreground_app(ctx, view)
-    if here is None or view.launcher:
-        return True
-    wanted = [intent.app for intent in intents if intent.app is not None]
-    if wanted:
-        return any(app.package == here.package for app in wanted)
-    best = app_match(ctx.goal, tuple(ctx.apps))[0]
-    return best is not None and best.package == here.package
-
-
-def _app_ok(intent: Intent, view: ScreenView) -> bool:
-    return intent.app is None or view.package == intent.app.package
 
 
 def _named_option(group: ChoiceGroup, nodes: list[UINode], goal: str) -> tuple[UINode, float] | None:
