@@ -27,7 +27,7 @@ import re
 import traceback
 from typing import Any
 
-from agents.backends.base import Clarification, Proposal, StepContext, clamp_confidence
+from agents.backends.base import Proposal, StepContext, clamp_confidence
 from agents.backends.heuristic.choice import Choice, match_confidence, step_evidence
 from agents.backends.heuristic.errands import (
     Visits, app_ok, app_serves_goal, app_step, app_visits, finish_here_first, finished_in_its_app,
@@ -38,13 +38,14 @@ from agents.backends.heuristic.history import (
     scrolled_in_vain, typed_texts,
 )
 from agents.backends.heuristic.intents import (
-    Intent, capitalised_names, extract_text, inherit_apps, normalise_words, parse_intent,
-    verb_forms,
+    Intent, extract_text, inherit_apps, normalise_words, parse_intent, verb_forms,
+)
+from agents.backends.heuristic.options import (
+    choice_left_in, equally_valid, open_choice, other_named_option, pick_named_option, submit_form,
 )
 from agents.backends.heuristic.screen import (
-    DISMISS_WORDS, RETRY_WORDS, SUCCESS_RE, ChoiceGroup, ScreenView, display_label, distinct,
-    field_is_empty, is_system_nav, list_of_kind, node_label_text, plain, read_screen, related,
-    success_text,
+    DISMISS_WORDS, RETRY_WORDS, SUCCESS_RE, ScreenView, display_label, distinct, field_is_empty,
+    is_system_nav, list_of_kind, node_label_text, plain, read_screen, success_text,
 )
 from agents.backends.steppers import find_steppers, stepper_move, stepper_target
 from agents.elements import is_editable, is_tappable, node_label, owner_of, row_label
@@ -106,7 +107,7 @@ class HeuristicBackend:
         if blocked is not None:
             return done(blocked, "deal with what covers the screen")
 
-        question = self._open_choice(view, ctx) if app_serves_goal(intents, view, ctx) else None
+        question = open_choice(view, ctx) if app_serves_goal(intents, view, ctx) else None
         if isinstance(question, Proposal):
             question.plan = plan
             return question
@@ -136,7 +137,7 @@ class HeuristicBackend:
         if current_index is None:
             # A form still open on screen (the Coffee order after tapping 'Latte') is
             # unfinished work whatever the history says: fill what the goal names, submit.
-            form = self._pick_named_option(view, ctx) or self._submit_form(view, ctx)
+            form = pick_named_option(view, ctx) or submit_form(view, ctx)
             if form is not None:
                 return done(form, "fill in and submit the form")
             return done(self._complete(intents, status, view), "check that the goal is reached")
@@ -159,7 +160,7 @@ class HeuristicBackend:
         words = set(tokens(" ".join(n.text + " " + n.content_desc for n in overlay_nodes)))
         if view.overlay_kind == "dialog":
             confirm = _confirmation_of_last_tap(view, ctx)
-            if confirm is not None and _choice_left_in(view, goal):
+            if confirm is not None and choice_left_in(view, goal):
                 # "Borrow …?" with a lending period to pick: the choice comes before the
                 # go-ahead; the rules that pick a named option, or ask, take it from here.
                 return None
@@ -209,84 +210,6 @@ class HeuristicBackend:
 
     # -- clarification (RecAgent §3.6, App. D) --
 
-    def _open_choice(self, view: ScreenView, ctx: StepContext) -> Proposal | None:
-        """Ask when a required choice group has no option chosen and the goal names none."""
-        goal = ctx.goal
-        for group in view.groups:
-            if group.checked is not None:
-                continue
-            labels = group.labels(view.nodes)
-            if _named_option(group, view.nodes, goal) is not None:
-                continue  # _act picks it
-            options = [label for label in labels if label]
-            if not options:
-                continue
-            title = (group.title or "option").strip().rstrip(":").lower()
-            question = f"Which {title} would you like: {_or_list([o.lower() for o in options])}?"
-            if question in ctx.asked:
-                continue  # never ask twice; _act picks with a low confidence
-            return Proposal(
-                action=None, confidence=2.0, clarification=Clarification(question, options),
-                thought=f"The screen needs a {title} choice and the instruction does not say which.",
-                current_step=f"choose the {title}",
-            )
-        return None
-
-    def _equally_valid(self, intent: Intent, view: ScreenView,
-                       ctx: StepContext) -> Proposal | Choice | None:
-        """Ask which one when several items on screen fit the goal equally and only words
-        the instruction does not say tell them apart ("Text Sam…" with Sam Patel and Sam
-        Rivera listed) — RecAgent §3.6: several choices equally valid. An item the
-        instruction names completely ("Latte" beside "Iced latte") is no ambiguity. Once
-        asked, the item the answer names is clicked (RecAgent Eq. 6, the refined goal)."""
-        if intent.kind not in ("click", "type") or (intent.kind == "type" and view.editables):
-            return None
-        query = intent.target.replace(intent.typed, " ") if intent.typed else intent.target
-        # Only a name can be under-specified this way: a word the instruction capitalises
-        # mid-sentence ("Sam"), not a description ("wireless ones under $100").
-        wanted = set(tokens(query)) & capitalised_names(ctx.instruction)
-        if not wanted:
-            return None
-        said = set(tokens(ctx.instruction))
-        clicked = {normalise_words(label) for label in history_labels(ctx.history)}
-        fits: dict[frozenset[str], list[tuple[UINode, str, set[str]]]] = {}
-        for node in view.candidates:
-            label = (node.text or "").strip()
-            if (not label or is_editable(node) or is_system_nav(node) or node.checkable
-                    or not is_tappable(node, view.nodes) or normalise_words(label) in clicked):
-                continue
-            words = set(tokens(label))
-            hit = frozenset(words & wanted)
-            if hit and len(words) <= 4:
-                fits.setdefault(hit, []).append((node, label, words - said))
-        if not fits:
-            return None
-        widest = max(len(hit) for hit in fits)
-        best = [group for hit, group in fits.items() if len(hit) == widest]
-        if len(best) != 1:
-            return None
-        items: list[tuple[UINode, str, set[str]]] = []
-        for item in best[0]:
-            if not any(related(item[0], kept[0], view.nodes) for kept in items):
-                items.append(item)
-        labels = list(dict.fromkeys(label for _, label, _ in items))
-        if len(labels) < 2 or any(not extra for _, _, extra in items):
-            return None
-        question = f"Which one do you mean: {_or_list(labels)}?"
-        if question in ctx.asked:
-            answered = set(tokens(" ".join(ctx.answers)))
-            named = [(node, label) for node, label, extra in items if extra <= answered]
-            if len(named) != 1:
-                return None  # the answer names none of them: _click_best guesses, low
-            node, label = named[0]
-            x, y = node.center
-            return Choice(Action(CLICK, x=x, y=y, element=label), 5.0,
-                          f"The user chose '{label}'.", [node.key])
-        return Proposal(
-            action=None, confidence=2.0, clarification=Clarification(question, labels),
-            thought=f"{_or_list(labels)} all fit '{intent.text}'; only the user knows which.",
-            current_step=f"choose between {_or_list(labels)}",
-        )
 
     # -- shopping --
 
@@ -532,7 +455,7 @@ class HeuristicBackend:
         if intent.kind == "toggle":
             switch, score, _ = self._find_switch(intent, view)
             if switch is not None and score >= 0.5 and app_ok(intent, view):
-                if switch.checked != intent.desired or _other_named_option(view, intent):
+                if switch.checked != intent.desired or other_named_option(view, intent):
                     return "todo"
                 return "done"
             labels = history_labels(history)
@@ -607,14 +530,14 @@ class HeuristicBackend:
             return switching
         if intent.kind == "toggle":
             return self._toggle(intent, view, ctx)
-        question = self._equally_valid(intent, view, ctx)
+        question = equally_valid(intent, view, ctx)
         if question is not None:
             return question
-        pick = self._pick_named_option(view, ctx)
+        pick = pick_named_option(view, ctx)
         if pick is not None:
             return pick
         if intent.kind != "type":
-            form = self._submit_form(view, ctx)
+            form = submit_form(view, ctx)
             if form is not None:
                 return form
         if intent.kind == "type" and intent.typed:
@@ -641,7 +564,7 @@ class HeuristicBackend:
             label = display_label(switch, view.nodes)
             current = "on" if switch.checked else "off"
             if switch.checked == intent.desired:  # StaR Fig. 12: no toggle needed
-                option = _other_named_option(view, intent)
+                option = other_named_option(view, intent)
                 if option is not None:  # "lights on at high brightness": High is left
                     x, y = option.center
                     name = option.label or row_label(option, view.nodes)
@@ -663,59 +586,6 @@ class HeuristicBackend:
         # Not on this screen: navigate towards it (a row named like the target), else scroll.
         return self._click_best(intent, view, ctx, navigating=True)
 
-    def _pick_named_option(self, view: ScreenView, ctx: StepContext) -> Choice | None:
-        for group in view.groups:
-            if group.checked is not None:
-                continue
-            named = _named_option(group, view.nodes, ctx.goal)
-            labels = group.labels(view.nodes)
-            title = group.title or "option"
-            if named is None:
-                question_asked = any(title.lower() in q.lower() for q in ctx.asked)
-                if question_asked and group.options:
-                    option = group.options[0]
-                    x, y = option.center
-                    return Choice(Action(CLICK, x=x, y=y, element=option.label), 2.0,
-                                  f"No {title} was named even after asking; guessing.")
-                continue
-            option, strength = named
-            x, y = option.center
-            label = option.label or row_label(option, view.nodes)
-            confidence = 5.0 if strength >= 0.99 else 4.0 if strength >= 0.9 else 3.0
-            why = f"The goal names '{label}' for {title}; choosing it (options: {', '.join(labels)})."
-            if _names_elsewhere(view, ctx, label):
-                # "the Aurora Wireless Headphones in black" on the Pulse Sport Earbuds'
-                # page: Black is named, but these options belong to another item.
-                confidence = min(confidence, 3.0)
-                why += " The item the goal names is not on this screen, though."
-            choice = Choice(Action(CLICK, x=x, y=y, element=label), confidence, why,
-                            [option.key])
-            choice.evidence.update(strength=round(strength, 4), fitting=len(labels))
-            return choice
-        return None
-
-    def _submit_form(self, view: ScreenView, ctx: StepContext) -> Choice | None:
-        """Every choice on screen made, at least one by us: tap the button the goal names."""
-        if not view.groups or any(g.checked is None for g in view.groups) or view.overlay_kind:
-            return None
-        clicked = {label.lower() for label in history_labels(ctx.history)}
-        chosen_here = {(o.label or row_label(o, view.nodes)).lower()
-                       for g in view.groups for o in g.options}
-        if not clicked & chosen_here:
-            return None
-        goal_toks = set(tokens(ctx.goal))
-        for node in view.candidates:
-            label = node.label or ""
-            # A plain Button: not a RadioButton, nor a toolbar ImageButton ("Cart").
-            if (node.short_class != "Button" or not label or label.lower() in clicked
-                    or is_system_nav(node)):
-                continue
-            if set(tokens(label)) & goal_toks:
-                x, y = node.center
-                return Choice(Action(CLICK, x=x, y=y, element=label), 4.0,
-                              f"Every choice is made; '{label}' submits what the goal asks.",
-                              [node.key])
-        return None
 
     def _type(self, intent: Intent, view: ScreenView, ctx: StepContext) -> Choice:
         typed = intent.typed or ""
@@ -1083,56 +953,6 @@ def _field_fits(node: UINode, intent: Intent) -> bool:
     return False
 
 
-def _named_option(group: ChoiceGroup, nodes: list[UINode], goal: str) -> tuple[UINode, float] | None:
-    """The option of ``group`` the goal names (exactly, or through a synonym), if one."""
-    goal_toks = set(tokens(goal, keep_stopwords=True))
-    hits: list[tuple[float, UINode]] = []
-    for option in group.options:
-        label = option.label or row_label(option, nodes)
-        # Option labels carry details in brackets ("Standard (free, 3–5 days)").
-        words = set(tokens(re.sub(r"\(.*?\)", " ", label), keep_stopwords=True))
-        if words and all(_word_named(w, goal_toks) for w in words):
-            hits.append((1.0, option))
-    if len(hits) == 1:
-        return hits[0][1], hits[0][0]
-    if len(hits) > 1:
-        # "5 stars and a $2 tip" names both "2 stars" and "5 stars" word by word; the
-        # label the goal says as a phrase is the one meant.
-        said = f" {normalise_words(goal)} "
-        phrased = [h for h in hits
-                   if f" {normalise_words(h[1].label or row_label(h[1], nodes))} " in said]
-        if len(phrased) == 1:
-            return phrased[0][1], 1.0
-        # "large" and "extra large" both named: the longer label is the precise one.
-        hits.sort(key=lambda h: -len((h[1].label or "")))
-        longest = len(hits[0][1].label or "")
-        tied = sum(1 for h in hits if len(h[1].label or "") == longest)
-        return hits[0][1], 0.9 if tied == 1 else 0.6
-    return None
-
-
-def _other_named_option(view: ScreenView, intent: Intent) -> UINode | None:
-    """An option on screen that the toggle's own words name ("at high brightness") and
-    that is not chosen, while another of its group is: the rest of the sub-goal."""
-    for group in view.groups:
-        chosen = group.checked
-        if chosen is None:
-            continue  # an open choice is _open_choice's / _pick_named_option's
-        named = _named_option(group, view.nodes, intent.target)
-        if named is not None and named[0] is not chosen and named[1] >= 0.99:
-            return named[0]
-    return None
-
-
-def _word_named(word: str, goal_tokens: set[str]) -> bool:
-    """``word`` occurs in the goal, allowing inflection ("cycle" names "Cycling")."""
-    if word in goal_tokens:
-        return True
-    return len(word) >= 4 and any(
-        len(g) >= 4 and g[:4] == word[:4] and abs(len(g) - len(word)) <= 3 for g in goal_tokens
-    )
-
-
 # A shop's purchase funnel, in order; buttons are matched by their whole label.
 _FUNNEL: tuple[frozenset[str], ...] = (
     frozenset({"add to cart", "add to bag", "add to basket"}),
@@ -1253,24 +1073,6 @@ def _item_words(instruction: str, apps: Any) -> set[str]:
                                if w[:1].isupper())))
 
 
-def _names_elsewhere(view: ScreenView, ctx: StepContext, option_label: str) -> bool:
-    """The instruction names an item (capitalised words, less the option's own and the
-    apps' names) and none of those words is on this screen: what is on it is something
-    else."""
-    names = capitalised_names(ctx.instruction) - set(tokens(option_label))
-    for app in ctx.apps:
-        names -= set(tokens(app.name))
-    if not names:
-        return False
-    return not names & set(tokens(view.text))
-
-
-def _or_list(items: list[str]) -> str:
-    if len(items) <= 1:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " or " + items[-1]
-
-
 _FUNCTION_WORDS = frozenset(
     "a an the to of for in on at and or is are be it its you your my me this that with from "
     "will can".split())
@@ -1312,19 +1114,6 @@ def _confirmation_of_last_tap(view: ScreenView, ctx: StepContext) -> UINode | No
              if not any(b.label.strip().lower() == w or w in b.label.lower().split()
                         for w in DISMISS_WORDS + ("keep", "no", "back"))]
     return ahead[0] if len(ahead) == 1 else None
-
-
-def _choice_left_in(view: ScreenView, goal: str) -> bool:
-    """A choice group inside the dialog has nothing chosen, or the goal names one of its
-    options that is not the chosen one."""
-    inside = {id(n) for n in view.overlay}
-    for group in view.groups:
-        if not group.options or not all(id(o) in inside for o in group.options):
-            continue
-        named = _named_option(group, view.nodes, goal)
-        if group.checked is None or (named is not None and not named[0].checked):
-            return True
-    return False
 
 
 def _dialog_opener(view: ScreenView, ctx: StepContext) -> re.Match[str] | None:
