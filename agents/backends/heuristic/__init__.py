@@ -34,26 +34,26 @@ from agents.backends.heuristic.errands import (
     unvisited,
 )
 from agents.backends.heuristic.history import (
-    COMMIT_VERBS, back_is_the_way, committed, confirmed, history_labels, opened_apps,
-    scrolled_in_vain, typed_texts,
+    COMMIT_VERBS, committed, confirmed, history_labels, opened_apps, typed_texts,
 )
 from agents.backends.heuristic.intents import (
-    Intent, extract_text, inherit_apps, normalise_words, parse_intent, verb_forms,
+    Intent, extract_text, inherit_apps, parse_intent, verb_forms,
 )
 from agents.backends.heuristic.options import (
     equally_valid, open_choice, other_named_option, pick_named_option, submit_form,
 )
 from agents.backends.heuristic.screen import (
-    SUCCESS_RE, ScreenView, display_label, distinct, field_is_empty, is_system_nav, list_of_kind,
-    node_label_text, plain, read_screen, success_text,
+    ScreenView, display_label, distinct, field_is_empty, is_system_nav, node_label_text, plain,
+    read_screen, success_text,
 )
 from agents.backends.heuristic.shopping import purchase_step
+from agents.backends.heuristic.targets import best_unused, click_best
 from agents.backends.steppers import find_steppers, stepper_move, stepper_target
-from agents.elements import is_editable, is_tappable, node_label, owner_of, row_label
+from agents.elements import is_editable, row_label
 from agents.planning import split_goal, without_politeness
-from agents.recommend import NodeScore, recommend, score_nodes
+from agents.recommend import recommend, score_nodes
 from agents.text import normalise_text, tokens
-from devices.actions import CLICK, COMPLETE, PRESS_BACK, PRESS_ENTER, SCROLL, TYPE, WAIT, Action
+from devices.actions import CLICK, COMPLETE, PRESS_ENTER, TYPE, WAIT, Action
 from devices.uitree import UINode
 
 __all__ = ["HeuristicBackend", "Intent", "parse_intent", "extract_text", "match_confidence"]
@@ -231,7 +231,7 @@ class HeuristicBackend:
                 commits = _commit_buttons(view)
                 if len(commits) == 1:
                     # "20 bucks" set: "Pay" is how it goes on, whatever its words — once
-                    # nothing else on screen is named by the goal (``_click_best``)
+                    # nothing else on screen is named by the goal (``click_best``)
                     view.stepper_done = commits[0]
                 continue
             x, y = button.center
@@ -400,7 +400,7 @@ class HeuristicBackend:
                 return form
         if intent.kind == "type" and intent.typed:
             return self._type(intent, view, ctx)
-        return self._click_best(intent, view, ctx)
+        return click_best(intent, view, ctx)
 
 
     def _find_switch(self, intent: Intent, view: ScreenView) -> tuple[UINode | None, float, float]:
@@ -442,7 +442,7 @@ class HeuristicBackend:
                 [switch.key],
             ).matched(score, second)
         # Not on this screen: navigate towards it (a row named like the target), else scroll.
-        return self._click_best(intent, view, ctx, navigating=True)
+        return click_best(intent, view, ctx, navigating=True)
 
 
     def _type(self, intent: Intent, view: ScreenView, ctx: StepContext) -> Choice:
@@ -453,7 +453,7 @@ class HeuristicBackend:
         if status == "more":
             rest = Intent(intent.text, "click", target=" ".join(_remaining_words(intent)),
                           app=intent.app, app_named=intent.app_named)
-            choice = self._click_best(rest, view, ctx)
+            choice = click_best(rest, view, ctx)
             choice.confidence = min(choice.confidence, 4.0)
             return choice
         empty = [n for n in view.editables if field_is_empty(n)]
@@ -482,7 +482,7 @@ class HeuristicBackend:
                           f"Clicking the empty text field '{choice.label}' to type '{typed}'.",
                           [choice.key])
         # No field yet: open what the goal names first ("to Alice" → Alice's conversation).
-        entity = self._best_unused(intent, view, ctx, exclude_text=typed, editable_ok=False)
+        entity = best_unused(intent, view, ctx, exclude_text=typed, editable_ok=False)
         if entity is not None:
             node, score, second = entity
             x, y = node.center
@@ -491,7 +491,7 @@ class HeuristicBackend:
                           match_confidence(score, second),
                           f"'{label}' is named by the goal; opening it before typing.",
                           [node.key]).matched(score, second)
-        return self._click_best(intent, view, ctx, navigating=True)
+        return click_best(intent, view, ctx, navigating=True)
 
     def _submit(self, intent: Intent, view: ScreenView, ctx: StepContext) -> Choice:
         """Send what was typed: the one commit button on screen, else Enter."""
@@ -513,151 +513,6 @@ class HeuristicBackend:
             return Choice(Action(PRESS_ENTER), 4.0 if not buttons else 2.0,
                           "The search text is typed; pressing Enter.")
         return Choice(Action(PRESS_ENTER), 2.0, "The text is typed; pressing Enter to submit.")
-
-    def _scroll(self, view: ScreenView, ctx: StepContext, why: str, sure: bool = False) -> Choice:
-        """Scroll for more: finger up (content further down) until that stops changing
-        the screen, then back down (AITZ/OS-Atlas direction convention)."""
-        last = ctx.history[-1] if ctx.history else None
-        direction = "UP"
-        if last is not None and last.action.get("type") == SCROLL and not last.screen_changed:
-            direction = "DOWN" if last.action.get("direction") == "UP" else "UP"
-        # Reversing direction is a guess about where the list ends: never sure. (A first
-        # scroll at 4 was right only 25 times in 54 on the development apps, but claiming
-        # 3 made the calibrated gate ask more on the bundled apps, where such scrolls are
-        # right, and the heuristic alone no better on new ones: measured 2026-11-25,
-        # docs/evaluation.md.)
-        confidence = 4.0 if sure and direction == "UP" and not scrolled_in_vain(ctx) else 3.0
-        return Choice(Action(SCROLL, direction=direction), confidence, why + f" Scrolling {direction}.")
-
-    def _best_unused(
-        self, intent: Intent, view: ScreenView, ctx: StepContext, *, exclude_text: str = "",
-        editable_ok: bool = True, navigating: bool = False, floor: float = 0.3,
-    ) -> tuple[UINode, float, float] | None:
-        query = intent.target
-        if exclude_text:
-            query = query.replace(exclude_text, " ")
-        clicked = {normalise_words(label) for label in history_labels(ctx.history)}
-        clicked.discard("")
-
-        def used(node: UINode) -> bool:
-            # The history names a click by the clickable node it hit (a row's id tail when
-            # the row has no text), so the owner's names count too.
-            owner = owner_of(node, view.nodes)
-            names = {normalise_words(node.label), normalise_words(display_label(node, view.nodes))}
-            if owner is not None:
-                names |= {normalise_words(owner.label), normalise_words(display_label(owner, view.nodes))}
-            return bool(names & clicked)
-        candidates = [
-            s for s in score_nodes(view.nodes, query)
-            if s.node.key not in ctx.excluded_elements and s.node.key not in view.settled
-            and (editable_ok or not is_editable(s.node))
-            and not (is_editable(s.node) and not field_is_empty(s.node))  # typed already
-            and not (s.node.checkable and s.node.checked and "Radio" in s.node.cls)
-            and not s.node.selected  # the tab already shown
-            and not is_system_nav(s.node)
-            and is_tappable(s.node, view.nodes)
-        ]
-        # The element the step names best, already tapped, stays the runner-up: "Red
-        # Lentil Soup" left over after "Red Lentil Dal" is its look-alike, not the target.
-        scores: list[NodeScore] = []
-        tapped_best = 0.0
-        for s in candidates:
-            if used(s.node):
-                tapped_best = max(tapped_best, s.total)
-            else:
-                scores.append(s)
-        if navigating:
-            # The target is on another screen: a row that mentions every word of it
-            # ("Wi-Fi" in "Network & internet · Wi-Fi On") is the way there.
-            target = set(tokens(query))
-            for s in scores:
-                words = set(tokens(s.node.text + " " + s.node.content_desc))
-                if target and target <= words:
-                    s.keyword = max(s.keyword, 0.75)
-        ranked = distinct(sorted(scores, key=lambda s: -s.total), view.nodes)
-        if not ranked or ranked[0].total < floor:
-            return None
-        second = ranked[1].total if len(ranked) > 1 else 0.0
-        return ranked[0].node, ranked[0].total, max(second, tapped_best)
-
-    def _click_best(self, intent: Intent, view: ScreenView, ctx: StepContext,
-                    navigating: bool = False) -> Choice:
-        # One scoring pass: a match of 0.3 or more is the element the step names; a
-        # weaker one is only the closest guess, kept for when nothing else fits.
-        closest = self._best_unused(intent, view, ctx, exclude_text=intent.typed or "",
-                                    navigating=navigating, floor=0.1)
-        best = closest if closest is not None and closest[1] >= 0.3 else None
-        if navigating and intent.kind == "toggle" and view.scrollables and (
-            best is None or best[1] < 0.6
-        ):
-            return self._scroll(view, ctx, f"'{intent.target}' is not on screen; the list scrolls.",
-                                sure=best is None and list_of_kind(view, checkable=True))
-        if best is not None:
-            node, score, second = best
-            confidence = match_confidence(score, second)
-            if navigating:
-                confidence = min(confidence, 4.0)
-            label = display_label(node, view.nodes)
-            # One generic word of a long request ("cart" in "add the Aurora headphones in
-            # white to the cart") is weak evidence however unique it is on screen.
-            target_text = intent.target.replace(intent.typed, " ") if intent.typed else intent.target
-            goal_words = set(tokens(target_text))
-            label_words = set(tokens(node_label(node, view.nodes)))
-            coverage = len(goal_words & label_words) / len(goal_words) if goal_words else 1.0
-            icon = not node.text and bool(node.content_desc)
-            if coverage == 0 or coverage < 0.15 or (icon and coverage < 0.25):
-                confidence = min(confidence, 3.0)
-            if intent.kind != "toggle" and (node.checkable or any(
-                    c.checkable for c in view.nodes if c.parent == node.index)):
-                # A tap flips a switch; a goal that says no state to flip it to is a guess.
-                confidence = min(confidence, 3.0)
-            x, y = node.center
-            choice = Choice(Action(CLICK, x=x, y=y, element=label or None), confidence,
-                            f"'{label}' matches the step '{intent.text}' best "
-                            f"(score {score:.2f}, runner-up {second:.2f}).", [node.key])
-            choice.evidence["coverage"] = round(coverage, 4)
-            choice.evidence["navigating"] = navigating
-            return choice.matched(score, second)
-        if view.stepper_done is not None:
-            button = view.stepper_done
-            x, y = button.center
-            return Choice(Action(CLICK, x=x, y=y, element=button.label or None), 3.0,
-                          f"The number is set; '{button.label}' puts it through.",
-                          [button.key], rule="stepper")
-        if view.scrollables:
-            return self._scroll(view, ctx, f"Nothing on screen matches '{intent.target}'.",
-                                sure=list_of_kind(view, checkable=False))
-        success = SUCCESS_RE.search(view.text) if app_ok(intent, view) else None
-        if success:
-            return Choice(Action(COMPLETE), 3.0,
-                          f"The screen says '{success.group(0)}'; the goal looks reached.")
-        if closest is not None and not back_is_the_way(ctx) and not _named_elsewhere(
-                display_label(closest[0], view.nodes), intent, ctx):
-            node, score, second = closest
-            label = display_label(node, view.nodes)
-            x, y = node.center
-            # Claimed at 2: on the development suites such guesses were right 30 % of
-            # the time (80 / 265), which the shipped calibrator reads at P 0.28 from a 2
-            # and at 0.18 from a 1.
-            choice = Choice(Action(CLICK, x=x, y=y, element=label or None), 2.0,
-                            f"Nothing on this screen matches '{intent.target}' well; "
-                            f"'{label}' is the closest (score {score:.2f}).", [node.key])
-            choice.evidence["weak"] = True
-            return choice.matched(score, second)
-        return Choice(Action(PRESS_BACK), 1.0,
-                      f"Nothing on this screen matches '{intent.target}'.")
-
-
-def _named_elsewhere(label: str, intent: Intent, ctx: StepContext) -> bool:
-    """Another sub-goal of the goal names ``label`` better than this one does ("Sort:
-    lowest price" while the step is "add the cheapest pair to the cart"): it belongs to
-    that step — done, or still to come — not to this one."""
-    words = set(tokens(label))
-    if not words:
-        return False
-    here = len(words & set(tokens(intent.text)))
-    return any(len(words & set(tokens(part))) > here
-               for part in split_goal(ctx.goal) if part != intent.text)
 
 
 # --- helpers -----------------------------------------------------------------------
