@@ -36,22 +36,21 @@ from agents.backends.heuristic.errands import (
 from agents.backends.heuristic.history import (
     COMMIT_VERBS, committed, confirmed, history_labels, opened_apps, typed_texts,
 )
-from agents.backends.heuristic.intents import (
-    Intent, extract_text, inherit_apps, parse_intent, verb_forms,
-)
+from agents.backends.heuristic.intents import Intent, extract_text, inherit_apps, parse_intent
 from agents.backends.heuristic.options import (
     equally_valid, open_choice, other_named_option, pick_named_option, submit_form,
 )
 from agents.backends.heuristic.screen import (
-    ScreenView, display_label, distinct, field_is_empty, is_system_nav, node_label_text, plain,
-    read_screen, success_text,
+    ScreenView, display_label, field_is_empty, is_system_nav, node_label_text, plain, read_screen,
+    success_text,
 )
 from agents.backends.heuristic.shopping import purchase_step
 from agents.backends.heuristic.targets import best_unused, click_best
+from agents.backends.heuristic.toggles import find_switch, setting_shows, state_shows, toggle
 from agents.backends.steppers import find_steppers, stepper_move, stepper_target
-from agents.elements import is_editable, row_label
-from agents.planning import split_goal, without_politeness
-from agents.recommend import recommend, score_nodes
+from agents.elements import is_editable
+from agents.planning import split_goal
+from agents.recommend import recommend
 from agents.text import normalise_text, tokens
 from devices.actions import CLICK, COMPLETE, PRESS_ENTER, TYPE, WAIT, Action
 from devices.uitree import UINode
@@ -311,7 +310,7 @@ class HeuristicBackend:
                 return "seen"
             return "todo"
         if intent.kind == "toggle":
-            switch, score, _ = self._find_switch(intent, view)
+            switch, score, _ = find_switch(intent, view)
             if switch is not None and score >= 0.5 and app_ok(intent, view):
                 if switch.checked != intent.desired or other_named_option(view, intent):
                     return "todo"
@@ -351,10 +350,10 @@ class HeuristicBackend:
             if last_type is not None or typed in field_texts:
                 return "typed"
             return "todo"
-        if _setting_shows(intent, view):
+        if setting_shows(intent, view):
             return "done"
         if history and history[-1].action.get("type") == CLICK and app_ok(intent, view):
-            if _state_shows(intent, view):
+            if state_shows(intent, view):
                 return "done"
             success = success_text(view)
             if success and _success_fits(success, intent):
@@ -387,7 +386,7 @@ class HeuristicBackend:
         if switching is not None:
             return switching
         if intent.kind == "toggle":
-            return self._toggle(intent, view, ctx)
+            return toggle(intent, view, ctx)
         question = equally_valid(intent, view, ctx)
         if question is not None:
             return question
@@ -401,48 +400,6 @@ class HeuristicBackend:
         if intent.kind == "type" and intent.typed:
             return self._type(intent, view, ctx)
         return click_best(intent, view, ctx)
-
-
-    def _find_switch(self, intent: Intent, view: ScreenView) -> tuple[UINode | None, float, float]:
-        """The checkable node the toggle names, its match score, and the runner-up's."""
-        scores = [
-            s for s in score_nodes(view.nodes, intent.target)
-            if s.node.checkable and "Radio" not in s.node.cls
-        ]
-        ranked = distinct(sorted(scores, key=lambda s: -s.total), view.nodes)
-        if not ranked or ranked[0].total <= 0:
-            return None, 0.0, 0.0
-        second = ranked[1].total if len(ranked) > 1 else 0.0
-        return ranked[0].node, ranked[0].total, second
-
-    def _toggle(self, intent: Intent, view: ScreenView, ctx: StepContext) -> Choice:
-        switch, score, second = self._find_switch(intent, view)
-        state_word = "on" if intent.desired else "off"
-        if switch is not None and score >= 0.5:
-            label = display_label(switch, view.nodes)
-            current = "on" if switch.checked else "off"
-            if switch.checked == intent.desired:  # StaR Fig. 12: no toggle needed
-                option = other_named_option(view, intent)
-                if option is not None:  # "lights on at high brightness": High is left
-                    x, y = option.center
-                    name = option.label or row_label(option, view.nodes)
-                    return Choice(Action(CLICK, x=x, y=y, element=name), 4.0,
-                                  f"'{label}' is {current} as the goal wants; it also names "
-                                  f"'{name}', not chosen yet.", [option.key])
-                return Choice(Action(COMPLETE), 4.0,
-                              f"'{label}' is currently {current}, as the goal wants.")
-            x, y = switch.center
-            confidence = match_confidence(score, second)
-            if switch.key in ctx.excluded_elements:
-                confidence = min(confidence, 2.0)
-            return Choice(
-                Action(CLICK, x=x, y=y, element=label or None), confidence,
-                f"The switch '{label}' is currently {current}, while the goal wants it "
-                f"{state_word}; clicking it.",
-                [switch.key],
-            ).matched(score, second)
-        # Not on this screen: navigate towards it (a row named like the target), else scroll.
-        return click_best(intent, view, ctx, navigating=True)
 
 
     def _type(self, intent: Intent, view: ScreenView, ctx: StepContext) -> Choice:
@@ -579,35 +536,6 @@ def _unseen_words(intent: Intent, view: ScreenView) -> list[str]:
     return [t for t in _remaining_words(intent) if t not in shown and t not in app_words]
 
 
-_NEGATED_STATE = re.compile(r"^\s*(?:not|un|no)\b|^\s*un", re.I)
-
-
-def _state_shows(intent: Intent, view: ScreenView) -> bool:
-    """The control the last tap flipped now states the sub-goal's verb as done: "star the
-    email" and the button reads "Starred" (it read "Not starred"); "pin it" → "Pinned",
-    "mute" → "Muted", "follow" → "Following". A label that depends on state is the
-    screen's own answer."""
-    words = re.findall(r"[a-z]+", without_politeness(intent.text).lower())
-    forms = verb_forms(words[0] if words else "")
-    if not forms:
-        return False
-    # "sign my Pixel 7 out": the particle is part of the verb — "Signed in" is the
-    # opposite state, not the one asked for
-    particle = next((w for w in words[1:5] if w in _PARTICLES), None)
-    for node in view.nodes:
-        label = (node.text or node.content_desc or "").strip()
-        said = re.findall(r"[a-z]+", label.lower())
-        if not said or said[0] not in forms or _NEGATED_STATE.match(label):
-            continue
-        shown = said[1] if len(said) > 1 and said[1] in _PARTICLES else None
-        if shown == particle:
-            return True
-    return False
-
-
-_PARTICLES = frozenset("in out on off up down".split())
-
-
 def _request_verbs(intent: Intent) -> set[str]:
     """The verbs of ``_SUCCESS_FOR`` the sub-goal says as a request says them: "book a
     stay", not a noun made of one ("star the barcelona *booking* email")."""
@@ -720,27 +648,5 @@ def _field_kind(node: UINode) -> str:
     if words & {"body", "note", "content", "description"}:
         return "body"
     return ""
-
-
-_SETTING_RE = re.compile(r"^\s*([^:]{1,30}):\s*(.+?)\s*$")
-
-
-def _setting_shows(intent: Intent, view: ScreenView) -> bool:
-    """A control that displays its current value ("Sort: lowest price") already shows what
-    the sub-goal asks ("sort them by lowest price"): the StaR rule beyond switches —
-    perceive the state, act only if it differs."""
-    if intent.kind not in ("click", "select"):
-        return False
-    target = set(tokens(intent.target))
-    if not target:
-        return False
-    for node in view.nodes:
-        match = _SETTING_RE.match(node.text or "")
-        if not match:
-            continue
-        name, value = set(tokens(match.group(1))), set(tokens(match.group(2)))
-        if name and value and name <= target and value <= target:
-            return True
-    return False
 
 
