@@ -1,176 +1,35 @@
 """The offline baseline backend: rules over the UI tree, with an evidence-based confidence.
 
 Pure Python (no Django). Used whenever no model endpoint is configured. It sees only the
-:class:`StepContext` — instruction, clarification answers, the current screen's UI nodes,
-the compact history, the installed apps — never a task id, a gold path or the oracle.
+:class:`~agents.backends.base.StepContext` — instruction, clarification answers, the
+current screen's UI nodes, the compact history, the installed apps — never a task id, a
+gold path or the oracle.
 
-One step (docs/heuristic.md has the user-facing account):
+The modules are arranged by what they decide (docs/heuristic.md, "Where the rules live"):
 
-1. plan — split the instruction into sub-goals (D-PoT), parse each into an intent
-   (open an app, set a toggle, type text, pick an option, click something);
-2. look — blocking overlays (pop-ups, permission prompts, error and loading screens),
-   open choices (a RadioGroup none of whose options the goal names → ask the user,
-   RecAgent §3.6 / App. D), which sub-goals are already visibly done;
-3. act on the first unfinished sub-goal: the right app first, then the element the
-   recommendation ranks best (RecAgent §3.3), toggles only when their state differs from
-   the goal's (StaR Fig. 12), text typed into a focused field, scrolling when the target
-   is off-screen;
-4. confidence 1–5 from the evidence: how strongly the element matches and by what margin
-   over the runner-up, capped low when something unexpected covers the screen.
+- :mod:`.screen` — reading the screen: elements, overlays, radio groups;
+- :mod:`.intents` — what each sub-goal asks for, and in which app;
+- :mod:`.history` — what the episode has done so far;
+- :mod:`.choice` — what a rule returns, its confidence and evidence;
+- :mod:`.dialogs` — pop-ups, permission prompts, errors, confirmations;
+- :mod:`.options` — options the goal names, and questions for the user;
+- :mod:`.errands` — which app each part happens in, and when to switch;
+- :mod:`.shopping` — the purchase funnel;
+- :mod:`.forms` — sign-in, steppers, form fields, typing and submitting;
+- :mod:`.toggles` — switches and controls that show their state;
+- :mod:`.progress` — which sub-goals are done and which is next;
+- :mod:`.targets` — the element to tap when nothing more specific applies;
+- :mod:`.backend` — :class:`HeuristicBackend`, the rules in priority order.
 
 The product asks a person below γ (default 4), so 4–5 are reserved for steps the rules
 have direct evidence for (OS-Kairos §4.2, Eq. 4).
 """
-from __future__ import annotations
-
-import traceback
-
-from agents.backends.base import Proposal, StepContext, clamp_confidence
-from agents.backends.heuristic.choice import Choice, match_confidence, step_evidence
-from agents.backends.heuristic.dialogs import overlay
-from agents.backends.heuristic.errands import (
-    app_serves_goal, app_step, app_visits, finish_here_first, unvisited,
-)
-from agents.backends.heuristic.forms import fill_form, sign_in, stepper, type_text
-from agents.backends.heuristic.intents import Intent, extract_text, inherit_apps, parse_intent
-from agents.backends.heuristic.options import (
-    equally_valid, open_choice, pick_named_option, submit_form,
-)
-from agents.backends.heuristic.progress import complete, current_sub_goal, sub_goal_status
+from agents.backends.heuristic.backend import HeuristicBackend
+from agents.backends.heuristic.choice import match_confidence
+from agents.backends.heuristic.intents import Intent, extract_text, parse_intent
 from agents.backends.heuristic.screen import ScreenView, read_screen
-from agents.backends.heuristic.shopping import purchase_step
-from agents.backends.heuristic.targets import click_best
-from agents.backends.heuristic.toggles import toggle
-from agents.planning import split_goal
-from agents.recommend import recommend
-from devices.actions import COMPLETE
 
-__all__ = ["HeuristicBackend", "Intent", "parse_intent", "extract_text", "match_confidence"]
-
-# --- the backend -------------------------------------------------------------------
-
-
-class HeuristicBackend:
-    """Rule-based, offline backend. ``propose`` never raises."""
-
-    name = "heuristic"
-    needs_ui_tree = True  # it reads UI nodes, never pixels
-
-    def __init__(self, *, top_k: int = 10) -> None:
-        self.top_k = top_k
-
-    def propose(self, ctx: StepContext) -> Proposal:
-        try:
-            return self._propose(ctx)
-        except Exception as exc:  # the contract: errors become a parse_error ticket
-            return Proposal(
-                action=None, confidence=1.0, error=f"heuristic backend failed: {exc!r}",
-                raw=traceback.format_exc(limit=3),
-            )
-
-    # The rules, in priority order; each returns a Proposal or None to pass.
-    def _propose(self, ctx: StepContext) -> Proposal:
-        plan = split_goal(ctx.instruction) or [ctx.instruction]
-        intents = [parse_intent(step, tuple(ctx.apps)) for step in plan]
-        inherit_apps(intents, ctx)
-        view = read_screen(ctx)
-        goal = ctx.goal
-
-        def done(choice: Choice, current: str) -> Proposal:
-            rec = recommend(view.nodes, current or goal, k=self.top_k,
-                            excluded=ctx.excluded_elements)
-            return Proposal(
-                action=choice.action, confidence=clamp_confidence(choice.confidence),
-                thought=choice.thought, plan=plan, current_step=current,
-                candidates=choice.candidates or rec.keys,
-                evidence=step_evidence(choice, ctx, view, plan, intents),
-            )
-
-        blocked = overlay(view, goal, ctx)
-        if blocked is not None:
-            return done(blocked, "deal with what covers the screen")
-
-        question = open_choice(view, ctx) if app_serves_goal(intents, view, ctx) else None
-        if isinstance(question, Proposal):
-            question.plan = plan
-            return question
-
-        visits = app_visits(ctx.history, tuple(ctx.apps))  # read once per step
-        if view.package and not view.launcher:
-            signing_in = sign_in(view, ctx)
-            if signing_in is not None:
-                return done(signing_in, "sign in")
-            stepping = stepper(view, ctx)
-            if stepping is not None:
-                return done(stepping, "set the number the goal says")
-            shopping = purchase_step(intents, view, ctx)
-            if shopping is not None:
-                return done(shopping, "go on with the purchase")
-            form = None if any(i.kind == "toggle" for i in intents) else fill_form(view, ctx)
-            if form is not None and form.action.type == COMPLETE and unvisited(intents, visits):
-                # "star the email …, and set an alarm for 5:45": the alarm's form is saved,
-                # but a part of the errand in an app never acted in is still to do.
-                form = None
-            if form is not None:
-                return done(form, "fill in the form the goal describes")
-
-        status = [sub_goal_status(intent, view, ctx, visits) for intent in intents]
-        current_index = current_sub_goal(intents, status, unvisited(intents, visits))
-        current_index = finish_here_first(intents, status, current_index, view, visits)
-        if current_index is None:
-            # A form still open on screen (the Coffee order after tapping 'Latte') is
-            # unfinished work whatever the history says: fill what the goal names, submit.
-            form = pick_named_option(view, ctx) or submit_form(view, ctx)
-            if form is not None:
-                return done(form, "fill in and submit the form")
-            return done(complete(intents, status, view), "check that the goal is reached")
-
-        intent = intents[current_index]
-        choice = self._act(intent, view, ctx, goal)
-        if isinstance(choice, Proposal):
-            choice.plan = plan
-            choice.current_step = intent.text
-            return choice
-        return done(choice, intent.text)
-
-    # -- blocking screens --
-
-
-    # -- clarification (RecAgent §3.6, App. D) --
-
-
-    # -- shopping --
-
-
-    # -- signing in --
-
-
-    # -- forms --
-
-
-    # -- progress --
-
-
-    # -- acting on one sub-goal --
-
-    def _act(self, intent: Intent, view: ScreenView, ctx: StepContext, goal: str) -> Choice | Proposal:
-        switching = app_step(intent, view, ctx)
-        if switching is not None:
-            return switching
-        if intent.kind == "toggle":
-            return toggle(intent, view, ctx)
-        question = equally_valid(intent, view, ctx)
-        if question is not None:
-            return question
-        pick = pick_named_option(view, ctx)
-        if pick is not None:
-            return pick
-        if intent.kind != "type":
-            form = submit_form(view, ctx)
-            if form is not None:
-                return form
-        if intent.kind == "type" and intent.typed:
-            return type_text(intent, view, ctx)
-        return click_best(intent, view, ctx)
-
-
+__all__ = [
+    "HeuristicBackend", "Intent", "ScreenView", "extract_text", "match_confidence", "parse_intent",
+    "read_screen",
+]
