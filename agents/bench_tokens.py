@@ -46,8 +46,9 @@ from typing import Any, Iterable
 
 from agents import loop
 from agents.backends.base import HistoryEntry, StepContext
+from agents.elements import is_editable
 from agents.planning import compact_history, react_history
-from agents.recommend import format_elements, is_editable, recommend
+from agents.recommend import format_elements, recommend
 from agents.tokens import count_tokens, tokenizer_name
 from devices.actions import COMPLETE, IMPOSSIBLE, LONG_CLICK, CLICK, TYPE, Action
 from devices.uitree import UINode

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from agents.backends.base import HistoryEntry, Proposal, StepContext
 from agents.safety import Harm, current_policy
-from agents.recommend import row_label
+from agents.elements import row_label
 from devices.actions import (
     CLICK, IMPOSSIBLE, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
 )

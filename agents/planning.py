@@ -18,7 +18,7 @@ import re
 from typing import Any, Callable, Sequence
 
 from agents.backends.base import HistoryEntry
-from agents.recommend import tokens
+from agents.text import tokens
 
 __all__ = [
     "compact_history",

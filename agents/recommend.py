@@ -17,16 +17,20 @@ takes their union (Eq. 2):
 The union is ranked by a combined score and cut to the top ``k``. Keys in ``excluded``
 — elements that failed earlier in the episode — are removed first (RecAgent §3.5
 retrospection: a failed element is never offered again).
+
+Words are compared as :mod:`agents.text` folds them; what an element is called and
+whether a tap lands on it come from :mod:`agents.elements`.
 """
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Iterable
 
+from agents.elements import id_tail, is_candidate, is_editable, is_tappable, node_label, owner_of
+from agents.text import tokens
 from devices.actions import to_normalised
-from devices.uitree import UINode, node_at
+from devices.uitree import UINode
 
 __all__ = [
     "Recommendation",
@@ -34,260 +38,15 @@ __all__ = [
     "format_elements",
     "score_nodes",
     "NodeScore",
-    "tokens",
-    "normalise_text",
-    "is_candidate",
-    "is_editable",
-    "is_tappable",
-    "node_label",
-    "row_label",
     "COMMIT_WORDS",
 ]
 
-# --- text normalisation ------------------------------------------------------------
-
-# Multi-word variants folded into one canonical token before tokenising, so the keyword
-# pathway sees "wifi" whether the screen says "Wi-Fi", "WLAN" or "wireless network".
-_PHRASES: tuple[tuple[str, str], ...] = (
-    (r"\bwi[\s\-_]?fi\b", "wifi"),
-    (r"\bwlan\b", "wifi"),
-    (r"\bwireless (?:network|lan)\b", "wifi"),
-    (r"\bblue[\s\-]tooth\b", "bluetooth"),
-    (r"\b(?:turn|switch|toggle|flip) on\b", "enable"),
-    (r"\b(?:turn|switch|toggle|flip) (?=\S+(?: \S+)? on\b)", "enable "),
-    (r"\b(?:turn|switch|toggle|flip) off\b", "disable"),
-    (r"\bactivate\b", "enable"),
-    (r"\bdeactivate\b", "disable"),
-    (r"\bdo not disturb\b", "dnd"),
-    (r"\bdon'?t disturb\b", "dnd"),
-    (r"\bairplane mode\b|\baeroplane mode\b|\bflight mode\b", "airplane"),
-    (r"\bno sugar\b|\bwithout sugar\b|\bsugar[\s\-]free\b|\bunsweetened\b|\bnot sweet\b", "none"),
-    (r"\b(?:less|low|little|half|lightly) (?:sugar|sweet(?:ened)?)\b", "less"),
-    (r"\b(?:regular|normal|standard|full) (?:sugar|sweet(?:ness)?)\b", "regular"),
-    (r"\blook (?:up|for)\b", "search"),
-    (r"\bsign in\b|\blog in\b|\blogin\b", "signin"),
-    (r"\bsign out\b|\blog out\b|\blogout\b", "signout"),
-    (r"\bshopping cart\b|\bbasket\b", "cart"),
-    (r"\bcheck[\s\-]out\b", "checkout"),
-    (r"\btext message\b|\bsms\b", "message"),
-)
-_PHRASE_RES = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _PHRASES)
-
-# Single-token synonyms → canonical token.
-_TOKEN_SYNONYMS: dict[str, str] = {
-    "wlan": "wifi",
-    "bt": "bluetooth",
-    "on": "on",
-    "activated": "enable",
-    "enabled": "enable",
-    "disabled": "disable",
-    "find": "search",
-    "lookup": "search",
-    "unsweet": "none",
-    "nosugar": "none",
-    "normal": "regular",
-    "standard": "regular",
-    "medium": "medium",
-    "remove": "delete",
-    "erase": "delete",
-    "trash": "delete",
-    "msg": "message",
-    "messages": "message",
-    "sms": "message",
-    "texts": "message",
-    "alarms": "alarm",
-    "purchase": "buy",
-    "pay": "checkout",
-    "basket": "cart",
-    "bag": "cart",
-    "compose": "new",
-    "create": "new",
-    "add": "add",
-    "plus": "add",
-    "navigate": "directions",
-    "directions": "directions",
-    "route": "directions",
-    "dismiss": "close",
-    "confirm": "ok",
-    "okay": "ok",
-    "done": "ok",
-    "settings": "setting",
-    "preferences": "setting",
-    "options": "setting",
-    "mobile": "phone",
-    "cellular": "phone",
-}
-
-# Function words and the generic verbs of instructions: they say how, not which element.
-STOPWORDS: frozenset[str] = frozenset(
-    """a an the to of for in on at by with and or then it its this that is are be my me
-    i you your please can could would should will from into onto up down as so all any
-    some now also just off app application apps screen page button tap click press open
-    go set make use using want need like let get turn switch toggle enable disable
-    there here which what when where how do does current currently option""".split()
-)
 
 # Controls that commit a step; a goal rarely names them but a step often needs them.
 COMMIT_WORDS: frozenset[str] = frozenset(
     """ok send save next continue submit apply search go done confirm add order buy
     checkout pay place start allow retry close cancel yes accept""".split()
 )
-
-_WORD_RE = re.compile(r"[a-z0-9]+")
-_CAMEL_RE = re.compile(r"(?<=[a-z])(?=[A-Z])")
-
-
-def normalise_text(text: str) -> str:
-    """Lower-case ``text`` and fold multi-word synonyms into canonical tokens."""
-    text = _CAMEL_RE.sub(" ", text or "")
-    text = text.replace("_", " ").lower()
-    for pattern, replacement in _PHRASE_RES:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def _stem(word: str) -> str:
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 5 and word.endswith("ing"):
-        return word[:-3]
-    if len(word) > 4 and word.endswith("ed") and not word.endswith("eed"):
-        return word[:-2]
-    if len(word) > 3 and word.endswith("es") and word[-3] in "sxz":
-        return word[:-2]
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-1]
-    return word
-
-
-def tokens(text: str, *, keep_stopwords: bool = False) -> list[str]:
-    """Canonical, stemmed tokens of ``text``; stopwords dropped unless asked to keep."""
-    out: list[str] = []
-    for raw in _WORD_RE.findall(normalise_text(text)):
-        word = _TOKEN_SYNONYMS.get(raw, raw)
-        word = _TOKEN_SYNONYMS.get(_stem(word), _stem(word))
-        if not keep_stopwords and word in STOPWORDS:
-            continue
-        out.append(word)
-    return out
-
-
-# --- which nodes can be candidates -------------------------------------------------
-
-_EDIT_CLASSES = ("EditText", "AutoCompleteTextView", "SearchView")
-
-
-def is_editable(node: UINode) -> bool:
-    return any(name in node.cls for name in _EDIT_CLASSES) or bool(node.extra.get("editable"))
-
-
-def is_candidate(node: UINode) -> bool:
-    """Actionable or informative: clickable, checkable, editable, scrollable, or has text."""
-    if not node.enabled and not node.text:
-        return False
-    if node.area <= 0:
-        return False
-    return (
-        node.clickable or node.long_clickable or node.checkable or node.scrollable
-        or is_editable(node) or bool(node.text.strip()) or bool(node.content_desc.strip())
-    )
-
-
-def is_tappable(node: UINode, nodes: list[UINode]) -> bool:
-    """A tap at the node's centre lands on something enabled and clickable."""
-    if node.clickable or node.checkable or is_editable(node):
-        return node.enabled
-    x, y = node.center
-    hit = node_at(nodes, x, y, clickable_only=True)
-    if hit is None or not (hit.clickable or hit.checkable) or not hit.enabled:
-        return False
-    # The tap must land on the node's own container, not on a child of it (a RadioGroup's
-    # centre is one of its options, which is a different element).
-    left, top, right, bottom = node.bounds
-    h_left, h_top, h_right, h_bottom = hit.bounds
-    return h_left <= left and h_top <= top and h_right >= right and h_bottom >= bottom
-
-
-def _id_tail(node: UINode) -> str:
-    return node.resource_id.rsplit("/", 1)[-1] if node.resource_id else ""
-
-
-def row_label(node: UINode, nodes: list[UINode]) -> str:
-    """The text a person reads next to an unlabelled control (a Switch in a settings row).
-
-    A container's own text children come first (a clickable row → its title); otherwise
-    the nearest text node whose vertical centre lies inside the control's row (Android
-    rows put the label in a sibling TextView).
-    """
-    children = [n for n in nodes if n.parent == node.index and n.text.strip()]
-    if children:
-        return children[0].text
-    _, top, _, bottom = node.bounds
-    cy = (top + bottom) / 2
-    best: tuple[float, str] | None = None
-    for other in nodes:
-        if other.index == node.index or not other.text.strip() or other.checkable:
-            continue
-        if not (node.bounds[0] - 2 <= other.center[0] or other.bounds[2] <= node.bounds[2] + 2):
-            continue
-        o_top, o_bottom = other.bounds[1], other.bounds[3]
-        o_cy = (o_top + o_bottom) / 2
-        if top - 8 <= o_cy <= bottom + 8 or o_top - 8 <= cy <= o_bottom + 8:
-            distance = abs(other.center[0] - node.center[0]) + 4 * abs(o_cy - cy)
-            if other.parent == node.parent:
-                distance /= 2
-            if best is None or distance < best[0]:
-                best = (distance, other.text)
-    return best[1] if best else ""
-
-
-def owner_of(node: UINode, nodes: list[UINode]) -> UINode | None:
-    """The clickable container a passive text node belongs to (a row owns its title and
-    summary): tapping the text taps the row, so the two are one element."""
-    if node.clickable or node.checkable or is_editable(node) or node.scrollable:
-        return None
-    by_index = {n.index: n for n in nodes} if len(nodes) < 64 else None
-    current = node.parent
-    for _ in range(3):
-        if current is None:
-            return None
-        parent = by_index.get(current) if by_index is not None else _find(nodes, current)
-        if parent is None:
-            return None
-        if parent.clickable or parent.checkable:
-            return parent
-        current = parent.parent
-    return None
-
-
-def _find(nodes: list[UINode], index: int) -> UINode | None:
-    if 0 <= index < len(nodes) and nodes[index].index == index:
-        return nodes[index]
-    return next((n for n in nodes if n.index == index), None)
-
-
-def contained_texts(node: UINode, nodes: list[UINode]) -> list[str]:
-    """Texts of the passive nodes a container owns, in document order."""
-    return [
-        n.text or n.content_desc for n in nodes
-        if n.parent is not None and (n.text or n.content_desc) and n.index != node.index
-        and (owner := owner_of(n, nodes)) is not None and owner.index == node.index
-    ]
-
-
-def node_label(node: UINode, nodes: list[UINode] | None = None) -> str:
-    """The words that describe a node: text, content-desc, id tail, row label for controls."""
-    parts = [node.text, node.content_desc, _id_tail(node).replace("_", " ")]
-    if nodes is not None and not node.text and not node.content_desc and (
-        node.checkable or is_editable(node) or node.clickable
-    ):
-        inner = contained_texts(node, nodes)
-        parts.extend(inner if inner else [row_label(node, nodes)])
-    if is_editable(node):
-        hint = node.extra.get("hint")
-        if isinstance(hint, str):
-            parts.append(hint)
-    return " ".join(p for p in parts if p)
 
 
 # --- scoring -----------------------------------------------------------------------
@@ -377,7 +136,7 @@ def score_nodes(nodes: list[UINode], goal: str) -> list[NodeScore]:
         score = NodeScore(node)
         score.keyword = _keyword_score(node_toks, goal_tokens, weights)
         score.semantic = _semantic_score(node.label if node.label else label, goal, goal_words)
-        own = set(tokens(node.text + " " + node.content_desc + " " + _id_tail(node), keep_stopwords=True))
+        own = set(tokens(node.text + " " + node.content_desc + " " + id_tail(node), keep_stopwords=True))
         score.commit = _is_essential(node, own)
         out.append(score)
     return out
@@ -549,7 +308,7 @@ def format_elements(nodes: list[UINode], width: int, height: int) -> str:
         parts_text = ([own] if own else []) + folded.get(node.index, [])
         label = " · ".join(" ".join(p.split()) for p in parts_text if p.strip())
         if not label:
-            label = _id_tail(node).replace("_", " ")
+            label = id_tail(node).replace("_", " ")
         if len(label) > 60:
             label = label[:57] + "..."
         x, y = node.center

@@ -12,7 +12,8 @@ import re
 from typing import Any
 
 from agents.backends.base import StepContext
-from agents.recommend import node_label, tokens
+from agents.elements import node_label
+from agents.text import tokens
 from devices.actions import POINT_TYPES, Action, validate_action
 from devices.uitree import node_at
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from agents.recommend import tokens
+from agents.text import tokens
 from devices.uitree import UINode
 
 __all__ = ["Stepper", "find_steppers", "stepper_target", "stepper_move"]

@@ -12,6 +12,7 @@ from devices.sim import expr as expr_mod
 from devices.sim.loader import (
     AppBundle, SimLoadError, bundled_apps, load_app, read_data_file,
 )
+from devices.sim.world import perturbation_vars, world_for
 
 BUNDLED_SUITES_DIR = Path(__file__).resolve().parent / "suites"
 PERTURBATION_KINDS: tuple[str, ...] = (
@@ -187,8 +188,6 @@ def _task(shown: str, where: str, data: Any, bundle: AppBundle, suite_name: str)
         for i, p in enumerate(data.get("perturbations") or []))
     # Names a predicate may use: every app variable, the perturbations' variables and
     # the screen facts; an unknown one is a typo worth failing on.
-    from devices.sim.world import perturbation_vars  # local: world imports this module
-
     known = set(bundle.state) | set(perturbation_vars(perturbations))
 
     def resolve(name: str) -> str:
@@ -341,8 +340,6 @@ def load_suite(path: str | Path, apps: AppBundle | None = None) -> Suite:
             raise _fail(shown, f"tasks[{i}].id", f"the id '{t.id}' is used twice")
         seen.add(t.id)
     # Build each task's world once so a bad perturbation target fails here, not mid-run.
-    from devices.sim.world import world_for
-
     for i, t in enumerate(tasks):
         try:
             world_for(bundle, t.perturbations)

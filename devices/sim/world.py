@@ -14,7 +14,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from devices.actions import (
     CLICK, LONG_CLICK, OPENAPP, PRESS_BACK, PRESS_ENTER, PRESS_HOME, SCROLL, TERMINAL_TYPES, TYPE,
@@ -26,8 +26,10 @@ from devices.sim.model import (
     LAUNCHER, LAUNCHER_PACKAGE, PERMISSION_PACKAGE, SYSTEMUI_PACKAGE, TEMPLATE_RE, AppSpec,
     Dialog, Effect, Effects, Element, Gate, Screen, fill_template, number_value, template_names,
 )
-from devices.sim.suite import Perturbation
 from devices.uitree import Bounds, UINode
+
+if TYPE_CHECKING:  # named in annotations only: suites build worlds, never the reverse
+    from devices.sim.suite import Perturbation
 
 HOME_SCREEN = "home"
 CLOCK_TEXT = "9:41"

@@ -569,13 +569,14 @@ def test_a_label_stating_the_opposite_state_does_not_finish_the_step() -> None:
     """A control that states the sub-goal's verb as done finishes it ("Starred" for
     "star the email"); "Signed in" does not finish "sign my Pixel out" — the particle is
     part of the verb (cloud's sign-out failed on it, alone, while the rule was new)."""
-    from agents.backends.heuristic import _state_shows, read_screen
+    from agents.backends.heuristic import read_screen
+    from agents.backends.heuristic.toggles import state_shows
 
     def shows(goal: str, *labels: str) -> bool:
         s = ScreenBuilder("com.example.mail")
         for n, label in enumerate(labels):
             s.button(label, 300 + 150 * n)
-        return _state_shows(parse_intent(goal), read_screen(ctx(goal, s.observation())))
+        return state_shows(parse_intent(goal), read_screen(ctx(goal, s.observation())))
 
     assert shows("star the booking email", "Reply", "Starred")
     assert not shows("star the booking email", "Reply", "Not starred")

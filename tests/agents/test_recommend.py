@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 from agents.planning import estimate_tokens
-from agents.recommend import format_elements, is_candidate, node_label, recommend, tokens
+from agents.elements import is_candidate, node_label
+from agents.recommend import format_elements, recommend
+from agents.text import tokens
 from tests.agents.screens import HEIGHT, WIDTH, settings_screen
 
 BLUETOOTH = "com.android.settings:id/bluetooth_switch"
