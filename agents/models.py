@@ -331,3 +331,8 @@ class InstallationSettings(models.Model):
 
     def __str__(self) -> str:
         return "installation settings"
+
+
+from agents.models_experience import (  # noqa: E402,F401  (issue 25: the experience memory)
+    ExperienceEntry, ExperienceEpisode, ExperienceOutcome, ExperienceScreen,
+)

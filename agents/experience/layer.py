@@ -84,7 +84,8 @@ class ExperienceBackend:
                     plan=proposal.plan, current_step=proposal.current_step,
                     candidates=proposal.candidates, prompt_tokens=proposal.prompt_tokens,
                     completion_tokens=proposal.completion_tokens,
-                    extra={"experience": {"template": best.template.to_json(),
+                    extra={"evidence": dict(evidence),
+                           "experience": {"template": best.template.to_json(),
                                           "kind": best.kind, "examples": best.examples},
                            "backend_proposal": proposal.action.to_json()
                            if proposal.action is not None else None},

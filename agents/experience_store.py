@@ -1,0 +1,173 @@
+"""The experience memory in the database (issue 25): the store the services use.
+
+Implements :class:`agents.experience.memory.Store` over :mod:`agents.models_experience`,
+plus what admins need: per-app summaries, forgetting an app, and export/import as JSON
+(``kairos-experience/1``) to seed another installation. The matching itself is pure
+(``agents.experience``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count, F, Max, Q
+
+from agents.experience.memory import Entry, Episode, Signature
+from agents.models_experience import (
+    ExperienceEntry, ExperienceEpisode, ExperienceOutcome, ExperienceScreen,
+)
+
+FORMAT = "kairos-experience/1"
+EPISODES_READ = 200  # the latest confirmed episodes of an app a planner's retrieval reads
+MAX_IMPORT = 200_000
+
+
+class DbStore:
+    """Entries, outcomes and episodes in the database. ``task``/``user``: who and which
+    task new rows come from (the audit of what was learned, from whom, when)."""
+
+    def __init__(self, task: Any = None, user: Any = None) -> None:
+        self.task = task
+        self.user = user if getattr(user, "is_authenticated", False) else None
+
+    # --- Store -----------------------------------------------------------------------
+
+    def add(self, entry: Entry) -> None:
+        ExperienceEntry.objects.create(
+            app=entry.app[:128], signature=entry.signature, tokens=list(entry.tokens),
+            fields=[list(f) for f in entry.fields], instruction=entry.instruction,
+            action=entry.action.to_json(), action_key=entry.action.key()[:255], pre=entry.pre,
+            polarity=entry.polarity, source=entry.source, task=self.task, by=self.user)
+        ExperienceScreen.objects.get_or_create(
+            app=entry.app[:128], signature=entry.signature,
+            defaults={"tokens": list(entry.tokens), "fields": [list(f) for f in entry.fields]})
+
+    def candidates(self, app: str, signature: str) -> list[Entry]:
+        rows = ExperienceEntry.objects.filter(app=app, signature=signature).values_list(
+            "instruction", "action", "pre", "polarity", "source", "task_id", "id")
+        out = []
+        for instruction, action, pre, polarity, source, task_id, row_id in rows:
+            out.append(Entry.from_json({
+                "app": app, "signature": signature, "instruction": instruction,
+                "action": action, "pre": pre, "polarity": polarity, "source": source,
+                "task": str(task_id or f"row{row_id}"), "created": 0.0}))
+        return out
+
+    def signatures(self, app: str) -> list[Signature]:
+        return [Signature(frozenset(tokens), tuple((str(f[0]), bool(f[1])) for f in fields), key)
+                for key, tokens, fields in ExperienceScreen.objects.filter(app=app).values_list(
+                    "signature", "tokens", "fields")]
+
+    def outcomes(self, kind: str) -> tuple[int, int]:
+        row = ExperienceOutcome.objects.filter(kind=kind).values_list("right", "wrong").first()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
+
+    def add_outcome(self, kind: str, right: bool) -> None:
+        ExperienceOutcome.objects.get_or_create(kind=kind)
+        field = "right" if right else "wrong"
+        ExperienceOutcome.objects.filter(kind=kind).update(**{field: F(field) + 1})
+
+    def add_episode(self, episode: Episode) -> None:
+        ExperienceEpisode.objects.create(app=episode.app[:128], goal=episode.goal,
+                                         start=episode.start, actions=list(episode.actions),
+                                         task=self.task)
+
+    def episodes(self, app: str | None = None) -> list[Episode]:
+        rows = ExperienceEpisode.objects.all()
+        if app is not None:
+            rows = rows.filter(app=app)
+        latest = rows.order_by("-id").values_list("app", "goal", "start", "actions")[:EPISODES_READ]
+        return [Episode(a, g, s, tuple(str(x) for x in acts)) for a, g, s, acts in reversed(latest)]
+
+    # --- admin -----------------------------------------------------------------------
+
+
+def app_summaries() -> list[dict[str, Any]]:
+    """Per app: entries, confirmations, corrections, decisions, last learned."""
+    rows = (ExperienceEntry.objects.values("app").annotate(
+        entries=Count("id"), confirmed=Count("id", filter=Q(polarity=1)),
+        contradicted=Count("id", filter=Q(polarity=-1)),
+        decisions=Count("action_key", distinct=True), last=Max("created_at"))
+        .order_by("app"))
+    episodes = dict(ExperienceEpisode.objects.values_list("app").annotate(n=Count("id")))
+    return [{**row, "episodes": episodes.get(row["app"], 0)} for row in rows]
+
+
+def app_decisions(app: str, limit: int = 200) -> list[dict[str, Any]]:
+    """What the installation knows about ``app``, one line per remembered decision:
+    what it does, times confirmed and corrected, and instructions it was learned from."""
+    rows = (ExperienceEntry.objects.filter(app=app).values("action_key").annotate(
+        confirmed=Count("id", filter=Q(polarity=1)),
+        contradicted=Count("id", filter=Q(polarity=-1)),
+        screens=Count("signature", distinct=True), last=Max("created_at"))
+        .order_by("-confirmed")[:limit])
+    out = []
+    for row in rows:
+        sample = ExperienceEntry.objects.filter(app=app, action_key=row["action_key"]).order_by(
+            "-id").values_list("action", "instruction")[:3]
+        from agents.experience.memory import ActionTemplate
+
+        action = ActionTemplate.from_json(sample[0][0]).describe() if sample else row["action_key"]
+        out.append({**row, "action": action,
+                    "examples": list(dict.fromkeys(instruction for _, instruction in sample))})
+    return out
+
+
+def forget_app(app: str) -> int:
+    """Delete everything learned about ``app``; returns the entries removed."""
+    with transaction.atomic():
+        count, _ = ExperienceEntry.objects.filter(app=app).delete()
+        ExperienceScreen.objects.filter(app=app).delete()
+        ExperienceEpisode.objects.filter(app=app).delete()
+    return int(count)
+
+
+def export_app(app: str) -> dict[str, Any]:
+    entries = [
+        {"app": r.app, "signature": r.signature, "tokens": r.tokens, "fields": r.fields,
+         "instruction": r.instruction, "action": r.action, "pre": r.pre,
+         "polarity": r.polarity, "source": r.source, "created": r.created_at.timestamp()}
+        for r in ExperienceEntry.objects.filter(app=app).order_by("id")]
+    episodes = [{"app": e.app, "goal": e.goal, "start": e.start, "actions": e.actions}
+                for e in ExperienceEpisode.objects.filter(app=app).order_by("id")]
+    return {"format": FORMAT, "app": app, "entries": entries, "episodes": episodes}
+
+
+def import_experience(data: Any, user: Any = None) -> tuple[str, int]:
+    """Load an export into this installation (entries keep their source; the rows say
+    who imported them). Raises ValueError naming the first problem; nothing is written
+    then. Returns (app, entries imported)."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ValueError(f"not a {FORMAT} document")
+    app = data.get("app")
+    if not isinstance(app, str) or not app.strip() or len(app) > 128:
+        raise ValueError("'app' must be a package name")
+    raw_entries, raw_episodes = data.get("entries"), data.get("episodes", [])
+    if not isinstance(raw_entries, list) or not isinstance(raw_episodes, list):
+        raise ValueError("'entries' and 'episodes' must be lists")
+    if len(raw_entries) > MAX_IMPORT:
+        raise ValueError(f"at most {MAX_IMPORT} entries per import")
+    entries = []
+    for i, raw in enumerate(raw_entries):
+        try:
+            entry = Entry.from_json(raw)
+            entry.action.key()
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"entries[{i}]: {exc}") from None
+        if entry.app != app:
+            raise ValueError(f"entries[{i}]: app '{entry.app[:60]}' is not '{app[:60]}'")
+        entries.append(entry)
+    episodes = []
+    for i, raw in enumerate(raw_episodes):
+        if not isinstance(raw, dict) or not isinstance(raw.get("goal"), str) or not isinstance(
+                raw.get("actions", []), list):
+            raise ValueError(f"episodes[{i}]: needs a goal and a list of actions")
+        episodes.append(Episode(app, raw["goal"], str(raw.get("start", "")),
+                                tuple(str(a) for a in raw.get("actions", []))))
+    store = DbStore(user=user)
+    with transaction.atomic():
+        for entry in entries:
+            store.add(entry)
+        for episode in episodes:
+            store.add_episode(episode)
+    return app, len(entries)
