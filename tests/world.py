@@ -49,5 +49,11 @@ def build_world() -> World:
                 status="waiting")
     step.screenshot.save(f"{task.id}-0.jpg", ContentFile(b"\xff\xd8\xff jpeg"), save=True)
     ticket = services.open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.LOW_CONFIDENCE)
+    # One remembered step, so the experience pages have an app to show, export, forget.
+    from agents.models import ExperienceEntry
+
+    ExperienceEntry.objects.create(
+        app="com.kairos.settings", signature="0" * 16, instruction="Turn on Wi-Fi",
+        action={"type": "PRESS_BACK"}, action_key="PRESS_BACK", source="approve")
     return World(users, {"task_id": str(task.id), "ticket_id": str(ticket.id),
                          "device_id": str(phone.id), "screenshot_url": step.screenshot.url})
