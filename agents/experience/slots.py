@@ -78,7 +78,10 @@ def intent_similarity(a: str, b: str) -> float:
     if da is not None and db is not None and da != db:
         return 0.0
     wa, wb = intent_words(a), intent_words(b)
-    similarity = 1.0 if not wa and not wb else len(wa & wb) / len(wa | wb)
+    # A capitalised word both name is what is wanted ("Wi-Fi"), not a parameter.
+    shared = {n.lower() for n in names(a)} & {n.lower() for n in names(b)}
+    union = len(wa | wb) + len(shared)
+    similarity = 1.0 if not union else (len(wa & wb) + len(shared)) / union
     # one switches something on or off, the other does not: probably not the same wish
     return similarity * (0.5 if (da is None) != (db is None) else 1.0)
 
