@@ -12,14 +12,20 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Count, F, Max, Q
 
-from agents.experience.memory import Entry, Episode, Signature
+from agents.experience.memory import ActionTemplate, Entry, Episode, Signature
 from agents.models_experience import (
     ExperienceEntry, ExperienceEpisode, ExperienceOutcome, ExperienceScreen,
 )
 
 FORMAT = "kairos-experience/1"
-EPISODES_READ = 200  # the latest confirmed episodes of an app a planner's retrieval reads
+# Parsed action templates per (app, action key), kept per process: every row of one
+# decision shares one, so a lookup reads the action JSON once per decision, not per row.
+_TEMPLATES: dict[tuple[str, str], ActionTemplate] = {}
+# A screen's latest remembered steps read per lookup (recent experience is what counts;
+# it also bounds the cost of a screen people have handled thousands of times).
+BUCKET_READ = 500
 MAX_IMPORT = 200_000
+EPISODES_READ = 200  # the latest confirmed episodes of an app a planner's retrieval reads
 
 
 class DbStore:
@@ -43,15 +49,25 @@ class DbStore:
             defaults={"tokens": list(entry.tokens), "fields": [list(f) for f in entry.fields]})
 
     def candidates(self, app: str, signature: str) -> list[Entry]:
-        rows = ExperienceEntry.objects.filter(app=app, signature=signature).values_list(
-            "instruction", "action", "pre", "polarity", "source", "task_id", "id")
-        out = []
-        for instruction, action, pre, polarity, source, task_id, row_id in rows:
-            out.append(Entry.from_json({
-                "app": app, "signature": signature, "instruction": instruction,
-                "action": action, "pre": pre, "polarity": polarity, "source": source,
-                "task": str(task_id or f"row{row_id}"), "created": 0.0}))
-        return out
+        """The latest ``BUCKET_READ`` entries of this kind of screen. The action templates
+        are read once per decision (rows of one decision share one) and kept per process."""
+        rows = list(ExperienceEntry.objects.filter(app=app, signature=signature).order_by(
+            "-id").values_list("instruction", "action_key", "pre", "polarity", "source",
+                               "task_id", "id")[:BUCKET_READ])
+        missing = {key for _, key, *_ in rows if (app, key) not in _TEMPLATES}
+        if missing:
+            if len(_TEMPLATES) > 20_000:
+                _TEMPLATES.clear()
+            for key, action in ExperienceEntry.objects.filter(
+                    app=app, signature=signature, action_key__in=missing).order_by(
+                    "action_key", "-id").values_list("action_key", "action"):
+                if (app, key) not in _TEMPLATES:
+                    _TEMPLATES[(app, key)] = ActionTemplate.from_json(action)
+        return [Entry(app=app, signature=signature, tokens=(), fields=(),
+                      instruction=instruction, action=_TEMPLATES[(app, key)], pre=pre or {},
+                      polarity=-1 if polarity < 0 else 1, source=source,
+                      task=str(task_id or f"row{row_id}"), created=0.0)
+                for instruction, key, pre, polarity, source, task_id, row_id in reversed(rows)]
 
     def signatures(self, app: str) -> list[Signature]:
         return [Signature(frozenset(tokens), tuple((str(f[0]), bool(f[1])) for f in fields), key)
@@ -113,8 +129,14 @@ def app_decisions(app: str, limit: int = 200) -> list[dict[str, Any]]:
     return out
 
 
+def _drop_cached(app: str) -> None:
+    for key in [k for k in _TEMPLATES if k[0] == app]:
+        _TEMPLATES.pop(key, None)
+
+
 def forget_app(app: str) -> int:
     """Delete everything learned about ``app``; returns the entries removed."""
+    _drop_cached(app)
     with transaction.atomic():
         count, _ = ExperienceEntry.objects.filter(app=app).delete()
         ExperienceScreen.objects.filter(app=app).delete()
@@ -165,6 +187,7 @@ def import_experience(data: Any, user: Any = None) -> tuple[str, int]:
         episodes.append(Episode(app, raw["goal"], str(raw.get("start", "")),
                                 tuple(str(a) for a in raw.get("actions", []))))
     store = DbStore(user=user)
+    _drop_cached(app)
     with transaction.atomic():
         for entry in entries:
             store.add(entry)

@@ -38,7 +38,7 @@ def run_bench(*args: str) -> dict:
 
 
 @pytest.mark.parametrize("name", [b for b in BENCHES
-                                  if b not in ("tickets", "stream", "review")])  # own tests
+                                  if b not in ("tickets", "stream", "review", "memory")])  # own tests
 def test_each_bench_measures_something_in_smoke_mode(name, transactional_db) -> None:
     result = run_bench(name)
     assert result["bench"] == name
@@ -80,3 +80,12 @@ def test_bench_observe_times_an_adb_phones_tree_and_screenshot_separately(transa
     assert result["samples"] == 5
     assert result["ui_tree_p50_ms"] > 0 and result["screencap_p50_ms"] > 0
     assert result["video_frame_p50_ms"] > 0
+
+
+def test_bench_memory_times_lookups_that_find_remembered_steps(transactional_db) -> None:
+    result = run_bench("memory")
+    assert result["remembered_steps"] == 2_000 and result["samples"] == 20
+    assert result["lookups_with_a_match"] > 0 and result["lookup_p95_ms"] > 0
+    from agents.models import ExperienceEntry
+
+    assert not ExperienceEntry.objects.exists()  # the seeded steps are removed again

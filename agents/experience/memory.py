@@ -45,6 +45,8 @@ NEAR_SCREEN = 0.8
 # An earlier instruction counts when it is at least this relevant (0.7 × intent-word
 # similarity + 0.3 × the same numbers and names).
 MIN_RELEVANCE = 0.35
+# How many of the best-scored decisions are bound to the screen at each lookup.
+BIND_TOP = 3
 # A "strong" memory carries at least this share of the weight of every decision that fits.
 STRONG_SHARE = 0.7
 
@@ -533,9 +535,13 @@ def lookup(store: Store, app: str, nodes: list[UINode], instruction: str,
             group["contradicted"].add(ref)
     total = sum(max(0.0, g["plus"] - g["minus"]) for g in groups.values())
     matches: list[Match] = []
-    for group in groups.values():
+    ranked = sorted(groups.values(), key=lambda g: (g["plus"] - g["minus"], len(g["confirmed"])),
+                    reverse=True)
+    for rank, group in enumerate(ranked):
         template: ActionTemplate = group["template"]
-        action = bind(template, nodes, instruction)
+        # Only the leading decisions are bound to this screen (binding reads the whole
+        # tree); the others are listed with what people did, unbound.
+        action = bind(template, nodes, instruction) if rank < BIND_TOP else None
         if action is not None and template.locator is not None:
             # the switch the person tapped was off (on): it must be off (on) again
             node = resolve(template.locator, nodes, instruction)

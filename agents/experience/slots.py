@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 NUMBER = "number"
 NAME = "name"
@@ -38,21 +39,32 @@ def words(text: str) -> list[str]:
 
 def numbers(text: str) -> list[str]:
     """The instruction's numbers in order, thousands separators dropped ("$2,500" → 2500)."""
-    return [m.group(0).replace(",", "") for m in _NUMBER_RE.finditer(text or "")]
+    return list(_numbers(text or ""))
+
+
+@lru_cache(maxsize=4096)
+def _numbers(text: str) -> tuple[str, ...]:
+    return tuple(m.group(0).replace(",", "") for m in _NUMBER_RE.finditer(text))
 
 
 def names(text: str) -> list[str]:
     """Capitalised words inside a sentence (not its first word): people and places the
     instruction names ("send Alex $40" → Alex)."""
+    return list(_names(text or ""))
+
+
+@lru_cache(maxsize=4096)
+def _names(text: str) -> tuple[str, ...]:
     out: list[str] = []
-    for sentence in re.split(r"[.!?;:]\s+", text or ""):
+    for sentence in re.split(r"[.!?;:]\s+", text):
         tokens = re.findall(r"[A-Za-z][A-Za-z'-]*", sentence)
         for token in tokens[1:]:
             if token[0].isupper() and not token.isupper() and token.lower() not in STOPWORDS:
                 out.append(token)
-    return out
+    return tuple(out)
 
 
+@lru_cache(maxsize=4096)
 def direction(text: str) -> str | None:
     """"on", "off" or None: which way the instruction wants a thing switched."""
     ws = set(words(text))
@@ -62,6 +74,7 @@ def direction(text: str) -> str | None:
     return "on" if on else "off"
 
 
+@lru_cache(maxsize=4096)
 def intent_words(text: str) -> frozenset[str]:
     """The instruction's words without its parameters and stopwords: what is wanted, not
     for whom or how much."""
@@ -71,6 +84,7 @@ def intent_words(text: str) -> frozenset[str]:
                      and not w.replace(".", "").isdigit())
 
 
+@lru_cache(maxsize=65536)
 def intent_similarity(a: str, b: str) -> float:
     """Jaccard similarity of two instructions' intent words; 0 when they want opposite
     directions ("turn on" against "turn off"), halved when only one has a direction."""
@@ -86,6 +100,7 @@ def intent_similarity(a: str, b: str) -> float:
     return similarity * (0.5 if (da is None) != (db is None) else 1.0)
 
 
+@lru_cache(maxsize=4096)
 def shape(text: str) -> tuple[int, int]:
     """How many numbers and names the instruction carries."""
     return len(numbers(text)), len(names(text))
