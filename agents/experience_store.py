@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, F, Max, Q
 
 from agents.experience.memory import ActionTemplate, Entry, Episode, Signature
@@ -26,6 +26,13 @@ _TEMPLATES: dict[tuple[str, str], ActionTemplate] = {}
 BUCKET_READ = 500
 MAX_IMPORT = 200_000
 EPISODES_READ = 200  # the latest confirmed episodes of an app a planner's retrieval reads
+
+
+def _json(value: Any) -> Any:
+    """A JSON column read by raw SQL: decoded by the driver (PostgreSQL) or text (SQLite)."""
+    import json
+
+    return json.loads(value) if isinstance(value, (str, bytes)) else value
 
 
 class DbStore:
@@ -49,25 +56,32 @@ class DbStore:
             defaults={"tokens": list(entry.tokens), "fields": [list(f) for f in entry.fields]})
 
     def candidates(self, app: str, signature: str) -> list[Entry]:
-        """The latest ``BUCKET_READ`` entries of this kind of screen. The action templates
-        are read once per decision (rows of one decision share one) and kept per process."""
-        rows = list(ExperienceEntry.objects.filter(app=app, signature=signature).order_by(
-            "-id").values_list("instruction", "action_key", "pre", "polarity", "source",
-                               "task_id", "id")[:BUCKET_READ])
-        missing = {key for _, key, *_ in rows if (app, key) not in _TEMPLATES}
-        if missing:
-            if len(_TEMPLATES) > 20_000:
-                _TEMPLATES.clear()
-            for key, action in ExperienceEntry.objects.filter(
-                    app=app, signature=signature, action_key__in=missing).order_by(
-                    "action_key", "-id").values_list("action_key", "action"):
-                if (app, key) not in _TEMPLATES:
-                    _TEMPLATES[(app, key)] = ActionTemplate.from_json(action)
-        return [Entry(app=app, signature=signature, tokens=(), fields=(),
-                      instruction=instruction, action=_TEMPLATES[(app, key)], pre=pre or {},
-                      polarity=-1 if polarity < 0 else 1, source=source,
-                      task=str(task_id or f"row{row_id}"), created=0.0)
-                for instruction, key, pre, polarity, source, task_id, row_id in reversed(rows)]
+        """The latest ``BUCKET_READ`` entries of this kind of screen, in one query: each
+        decision's action JSON comes with its latest row only (rows of one decision share
+        one template, parsed once and kept per process)."""
+        table = ExperienceEntry._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT instruction, action_key, pre, polarity, source, task_id, id, "
+                f"CASE WHEN ROW_NUMBER() OVER (PARTITION BY action_key ORDER BY id DESC) = 1 "
+                f"THEN action END FROM {table} WHERE app = %s AND signature = %s "
+                f"ORDER BY id DESC LIMIT %s", [app, signature, BUCKET_READ])
+            rows = cursor.fetchall()
+        if len(_TEMPLATES) > 20_000:
+            _TEMPLATES.clear()
+        for _, key, _, _, _, _, _, action in rows:
+            if action is not None and (app, key) not in _TEMPLATES:
+                _TEMPLATES[(app, key)] = ActionTemplate.from_json(_json(action))
+        out = []
+        for instruction, key, pre, polarity, source, task_id, row_id, _ in reversed(rows):
+            template = _TEMPLATES.get((app, key))
+            if template is None:
+                continue
+            out.append(Entry(app=app, signature=signature, tokens=(), fields=(),
+                             instruction=instruction, action=template, pre=_json(pre) or {},
+                             polarity=-1 if polarity < 0 else 1, source=source,
+                             task=str(task_id or f"row{row_id}"), created=0.0))
+        return out
 
     def signatures(self, app: str) -> list[Signature]:
         return [Signature(frozenset(tokens), tuple((str(f[0]), bool(f[1])) for f in fields), key)
