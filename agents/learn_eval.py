@@ -51,7 +51,8 @@ def _backend(job: EpisodeJob, device: Any, task: Any, store: MemoryStore, suite_
         except TypeError as exc:
             if "unexpected keyword argument" not in str(exc) or not kwargs:
                 raise
-    return calibrated_backend(ExperienceBackend(backend, store),
+    return calibrated_backend(ExperienceBackend(backend, store,
+                                                episodes=0 if job.backend == "heuristic" else 3),
                               episode_calibrator(job, suite_name))
 
 

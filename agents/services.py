@@ -391,7 +391,9 @@ def _backend_for(task: Task):
         from agents.experience.layer import with_experience
         from agents.experience_store import DbStore
 
-        backend = with_experience(backend, DbStore())
+        # Earlier episodes are read only for backends whose prompt shows them.
+        backend = with_experience(backend, DbStore(), episodes=3 if task.backend in
+                                  BACKENDS_WITH_REFERENCES else 0)
     return calibrated_backend(backend,
                               find_calibrator(task.backend, var_dir=settings.VAR_DIR))
 

@@ -125,8 +125,10 @@ def _is_launcher(app: str) -> bool:
     return app in ("", "com.android.launcher3")
 
 
-def with_experience(backend: Backend, store: Store | None) -> Backend:
-    """``backend`` with experience, or unchanged when there is no store."""
+def with_experience(backend: Backend, store: Store | None, *,
+                    episodes: int = EPISODES_IN_PROMPT) -> Backend:
+    """``backend`` with experience, or unchanged when there is no store. ``episodes``:
+    how many earlier episodes go on the context (0 for a backend without a prompt)."""
     if store is None:
         return backend
-    return ExperienceBackend(backend, store)  # type: ignore[return-value]
+    return ExperienceBackend(backend, store, episodes=episodes)  # type: ignore[return-value]
