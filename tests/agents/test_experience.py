@@ -243,3 +243,28 @@ def test_evaluate_learn_writes_learning_rows_and_the_plot(tmp_path):
     assert sum(r["alone_wrong"] for r in learning) == 0
     svg = plot.read_text()
     assert svg.startswith("<?xml") and 'id="series-asked-4"' in svg
+
+
+@pytest.mark.parametrize("typed, learned_from, new, expected", [
+    ("40", "send Alex $40", "transfer $75 to Jordan", "75"),
+    ("2500", "I want to save $2,500, update the goal", "savings goal: $900", "900"),
+    ("Maria", "invite Maria as a guest", "give Tom guest access", "Tom"),
+    ("Hi Maria, see you at 7", "tell Maria see you at 7", "tell Sam see you at 9",
+     "Hi Sam, see you at 9"),
+    ("40", "send Alex $40", "send Jordan $75 or $80", None),  # which amount: a guess
+    ("40", "send Alex $40", "send Jordan some money", None),  # no amount: ask
+    ("Hello", "say hello to Ann", "say hello to Bo", "Hello"),  # not from the instruction
+])
+def test_typed_text_is_a_template_over_the_instruction(typed, learned_from, new, expected):
+    from agents.experience.slots import text_template
+
+    assert text_template(typed, learned_from).bind(new) == expected
+
+
+def test_opposite_directions_never_match_and_parameters_do_not_count():
+    from agents.experience.slots import intent_similarity
+
+    assert intent_similarity("turn on the porch light", "turn off the porch light") == 0.0
+    assert intent_similarity("send Alex $40", "send Jordan $75") == 1.0
+    assert intent_similarity("turn on Wi-Fi", "switch Wi-Fi on please") == 1.0
+    assert intent_similarity("set mode to heat", "turn off vacation mode") < 0.5
