@@ -77,7 +77,9 @@ def run_learning_task(job: EpisodeJob, store: MemoryStore) -> tuple[Any, TaskLea
         else:
             decision = ALONE
         evidence = proposal.extra.get("evidence") or proposal.evidence or {}
-        kind = evidence.get("memory_kind") if evidence.get("rule") == "experience" else None
+        # the memory's decision was proposed (alone, or the backend's agreeing with it)
+        kind = (evidence.get("memory_kind") if evidence.get("rule") == "experience"
+                or evidence.get("memory_agrees") else None)
         target = loop.target_node(action, observation.nodes)
         summary = loop.history_entry(0, action, record.by, True, target).summary
         before = row.facts[-1] if row.facts else None

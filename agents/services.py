@@ -412,7 +412,9 @@ def _step_fact(task: Task, step: Step, executed: Any, decision: str, proposed: A
         return checked if isinstance(checked, Action) else None
 
     evidence = (step.extra or {}).get("evidence") or {}
-    kind = evidence.get("memory_kind") if evidence.get("rule") == "experience" else None
+    # the memory's decision was proposed (alone, or the backend's agreeing with it)
+    kind = (evidence.get("memory_kind") if evidence.get("rule") == "experience"
+            or evidence.get("memory_agrees") else None)
     before = task.steps.filter(index__lt=step.index, status=StepStatus.DONE).exclude(
         executed_action=None).order_by("-index").values_list("executed_action", "summary").first()
     prev = step_key(before[0], before[1] or "", task.goal) if before else ""

@@ -104,6 +104,9 @@ class CalibratedBackend:
         else:
             probability = cap_for_contradiction(
                 self.calibrator.probability(evidence, app, installed), evidence)
+            if evidence.get("memory_agrees"):
+                # the backend proposes what people confirmed on this kind of screen
+                probability = max(probability, experience_probability(evidence))
         proposal.extra.setdefault("raw_confidence", proposal.confidence)
         proposal.extra["p_right"] = round(probability, 4)
         proposal.extra["calibrator_version"] = self.calibrator.version

@@ -9,7 +9,10 @@ other, so the memory works the same for all of them and none of their own code c
    reference episodes' goals *and* executed actions);
 2. the backend proposes;
 3. the memory is looked up (:func:`agents.experience.memory.lookup`). Where a remembered
-   decision fits and binds, it is proposed instead, with ``rule = "experience"`` and its
+   decision fits, binds and is what the backend proposed, the backend's proposal stands
+   with the memory's evidence added (``memory_agrees``: the calibrator takes the better of
+   the two probabilities). Where it differs, it is proposed instead, with
+   ``rule = "experience"`` and its
    evidence (screen and instruction similarity, times confirmed, times corrected,
    parameters re-bound, this kind of memory's record), and the calibrator
    (:mod:`agents.calibration.experience`) turns the record into P(right). Where people
@@ -71,10 +74,20 @@ class ExperienceBackend:
             evidence: dict[str, Any] = {"rule": "experience", **best.evidence(),
                                         "memory_record_right": right,
                                         "memory_record_wrong": wrong}
+            agrees = bool(best.action is not None and proposal.action is not None
+                          and proposal.action.same_as(best.action))
+            if agrees:
+                # The backend proposes what people confirmed here: its own proposal stands,
+                # and the calibrator takes the better of its evidence and the memory's.
+                proposal.evidence = {**proposal.evidence, **{
+                    k: v for k, v in evidence.items() if k != "rule"}, "memory_agrees": True}
+                if proposal.confidence is not None:
+                    proposal.confidence = max(proposal.confidence, round(
+                        probability_to_score(experience_probability(evidence)), 4))
+                return proposal
             if best.action is not None:
                 evidence["action"] = best.action.type
-                evidence["memory_agrees"] = bool(
-                    proposal.action is not None and proposal.action.same_as(best.action))
+                evidence["memory_agrees"] = False
                 p = experience_probability(evidence)
                 return Proposal(
                     action=best.action, confidence=round(probability_to_score(p), 4),

@@ -275,3 +275,30 @@ def test_opposite_directions_never_match_and_parameters_do_not_count():
     assert intent_similarity("send Alex $40", "send Jordan $75") == 1.0
     assert intent_similarity("turn on Wi-Fi", "switch Wi-Fi on please") == 1.0
     assert intent_similarity("set mode to heat", "turn off vacation mode") < 0.5
+
+
+def test_a_backend_that_proposes_what_people_confirmed_keeps_its_proposal_and_gains():
+    store = MemoryStore()
+    walk(store, HOMELY, "hm01")
+    walk(store, HOMELY, "hm33")
+    for _ in range(40):
+        store.add_outcome("agreed", True)
+    suite = find_suite(HOMELY)
+    device = SimDevice("agree", apps=suite.bundle)
+    device.reset(suite.task("hm09"))
+    device.perform(Action("OPENAPP", app="Homely"))
+    observation = device.observe()
+    lights = next(n for n in observation.nodes if n.resource_id.endswith("/lights_row"))
+
+    class Unsure:
+        name = "unsure"
+
+        def propose(self, ctx):
+            return Proposal(Action("CLICK", x=lights.center[0], y=lights.center[1]),
+                            confidence=2.0, evidence={"rule": "click_best"})
+
+    ctx = StepContext("switch the kitchen light on", observation, history=[
+        loop.history_entry(1, Action("OPENAPP", app="Homely"), "agent", True)])
+    proposal = ExperienceBackend(Unsure(), store).propose(ctx)
+    assert proposal.evidence["rule"] == "click_best" and proposal.evidence["memory_agrees"]
+    assert proposal.confidence >= 4.0  # the memory's record lifts the unsure backend
