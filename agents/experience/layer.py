@@ -11,10 +11,11 @@ other, so the memory works the same for all of them and none of their own code c
 3. the memory is looked up (:func:`agents.experience.memory.lookup`). Where a remembered
    decision fits, binds and is what the backend proposed, the backend's proposal stands
    with the memory's evidence added (``memory_agrees``: the calibrator takes the better of
-   the two probabilities). Where it differs, it is proposed instead, with
-   ``rule = "experience"`` and its
+   the two probabilities). Where it differs and is "agreed" (or the backend has no
+   action), it is proposed instead, with ``rule = "experience"`` and its
    evidence (screen and instruction similarity, times confirmed, times corrected,
-   parameters re-bound, this kind of memory's record), and the calibrator
+   parameters re-bound, this kind of memory's record) — a "disputed" memory does not
+   override a backend's action —, and the calibrator
    (:mod:`agents.calibration.experience`) turns the record into P(right). Where people
    corrected the backend's own proposal on this kind of screen, the proposal says so
    (``memory_contradicts``) and stays low.
@@ -84,6 +85,12 @@ class ExperienceBackend:
                 if proposal.confidence is not None:
                     proposal.confidence = max(proposal.confidence, round(
                         probability_to_score(experience_probability(evidence)), 4))
+                return proposal
+            if best.action is not None and best.kind != "agreed" and proposal.action is not None:
+                # A memory that barely fits or that people disputed does not override the
+                # backend: its proposal stands as on a cold start, with what memory knows.
+                proposal.evidence = {**proposal.evidence, "memory_agrees": False,
+                                     "memory_disputed_alternative": True}
                 return proposal
             if best.action is not None:
                 evidence["action"] = best.action.type
