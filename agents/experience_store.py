@@ -169,12 +169,26 @@ def export_app(app: str) -> dict[str, Any]:
     return {"format": FORMAT, "app": app, "entries": entries, "episodes": episodes}
 
 
+def _has_nul(value: Any, depth: int = 0) -> bool:
+    if depth > 50:
+        return True  # nested deeper than any export: refused like a NUL
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k, depth + 1) or _has_nul(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(v, depth + 1) for v in value)
+    return False
+
+
 def import_experience(data: Any, user: Any = None) -> tuple[str, int]:
     """Load an export into this installation (entries keep their source; the rows say
     who imported them). Raises ValueError naming the first problem; nothing is written
     then. Returns (app, entries imported)."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ValueError(f"not a {FORMAT} document")
+    if _has_nul(data):
+        raise ValueError("a text contains a NUL character")
     app = data.get("app")
     if not isinstance(app, str) or not app.strip() or len(app) > 128:
         raise ValueError("'app' must be a package name")

@@ -25,7 +25,9 @@ def _bad(detail: str, status: int = 400) -> JsonResponse:
 
 
 def _app_param(value: object) -> str | None:
-    if not isinstance(value, str) or not value.strip() or len(value) > 128:
+    """A package name: 1–128 printable characters (a NUL byte cannot reach the database)."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 128 or any(
+            ord(c) < 32 for c in value):
         return None
     return value.strip()
 

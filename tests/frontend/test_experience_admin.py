@@ -74,6 +74,7 @@ def test_forgetting_an_app_removes_it_and_is_audited(client, demo, learned):
     ({"app": "   "}, 400, "app"),
     ({"app": "x" * 200}, 400, "app"),
     ({"app": "com.never.learned"}, 404, "nothing learned"),
+    ({"app": "com.a\x00b"}, 400, "app"),
 ])
 def test_forget_refuses_bad_input_with_a_reason(client, demo, learned, body, status, words):
     client.force_login(demo["admin"])
@@ -120,6 +121,9 @@ def test_export_then_import_seeds_another_installation(client, demo, learned):
                  "entries": [{"app": APP, "signature": "s", "instruction": "i",
                               "action": {"type": "PRESS_BACK"}, "polarity": 7}]}).encode(),
      "polarity"),
+    (json.dumps({"format": "kairos-experience/1", "app": APP,
+                 "entries": [{"app": APP, "signature": "s", "instruction": "a\x00b",
+                              "action": {"type": "PRESS_BACK"}}]}).encode(), "NUL"),
 ])
 def test_import_refuses_bad_files_and_writes_nothing(client, demo, content, words):
     client.force_login(demo["admin"])
@@ -134,6 +138,8 @@ def test_export_needs_an_app_that_was_learned(client, demo, learned):
     client.force_login(demo["admin"])
     assert client.get("/review/experience/export.json").json()["detail"].startswith("app")
     assert client.get("/review/experience/export.json", {"app": "com.x"}).status_code == 404
+    assert client.get("/review/experience/export.json", {"app": "a\x00"}).status_code == 400
+    assert client.get("/review/experience/", {"app": "a\x00"}).status_code == 400
     assert client.post("/review/experience/import").json()["detail"].startswith("file")
 
 
