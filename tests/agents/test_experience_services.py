@@ -100,3 +100,17 @@ def test_a_verdict_feeds_the_memory_through_one_function(demo, scripted, inline_
     assert not task.tickets.exists()  # it acted alone
     assert services.learn_from_task_verdict(task, right=True) >= 1
     assert ExperienceEntry.objects.filter(source="verdict", polarity=1).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_take_over_inputs_teach_and_one_repeating_the_proposal_confirms_it(
+        demo, scripted, inline_steps, phones):
+    scripted([settings_icon])
+    task, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
+    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "takeover")
+    task.refresh_from_db()
+    services.operator_input(task, demo["operator"], step.proposed_action)  # the same tap
+    services.operator_input(task, demo["operator"], {"type": "PRESS_BACK"})
+    rows = list(ExperienceEntry.objects.order_by("id").values_list("source", "polarity",
+                                                                    "action__type"))
+    assert rows == [("approve", 1, "CLICK"), ("takeover", 1, "PRESS_BACK")]
