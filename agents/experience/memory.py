@@ -23,15 +23,11 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Protocol
 
-from agents.experience.screen import (
-    Signature, id_tail, is_editable, screen_signature, short_class,
-)
+from agents.experience.screen import Signature, id_tail, screen_signature, short_class
 from agents.experience.slots import (
     TextTemplate, intent_similarity, label_named, shape, text_template,
 )
-from devices.actions import (
-    CLICK, LONG_CLICK, OPENAPP, POINT_TYPES, TYPE, Action,
-)
+from devices.actions import CLICK, OPENAPP, POINT_TYPES, TYPE, Action
 from devices.uitree import UINode, node_at
 
 CONFIRM = 1
@@ -206,7 +202,8 @@ class ActionTemplate:
 
     def describe(self) -> str:
         if self.locator is not None:
-            what = "the one the instruction names" if self.locator.named else f"'{self.locator.label or self.locator.rid}'"
+            what = ("the one the instruction names" if self.locator.named
+                    else f"'{self.locator.label or self.locator.rid}'")
             return f"{self.type} {what}"
         if self.text is not None:
             return f"{self.type} " + "".join(
@@ -278,7 +275,8 @@ def step_key(action: dict[str, Any] | Action | None, summary: str, instruction: 
         action = action.to_json()
     kind = str(action.get("type", ""))
     if kind == TYPE:
-        return f"{kind}|{json.dumps(text_template(str(action.get('text') or ''), instruction).to_json())}"
+        typed = text_template(str(action.get("text") or ""), instruction)
+        return f"{kind}|{json.dumps(typed.to_json())}"
     if kind == OPENAPP:
         # opening an app is tapping its icon, whose label is the app's name
         return f"{CLICK}|{str(action.get('app') or '').lower()}"

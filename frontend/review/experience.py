@@ -97,5 +97,6 @@ def import_(request: HttpRequest) -> HttpResponse:
     except ValueError as exc:
         return _bad(f"file: {str(exc)[:300]}")
     record_audit(request.user, "experience.import", f"app {app}", {"entries": (0, count)})
-    messages.success(request, f"Imported {count} remembered step{'s' if count != 1 else ''} of {app}.")
+    messages.success(request,
+                     f"Imported {count} remembered step{'s' if count != 1 else ''} of {app}.")
     return redirect("review_experience")

@@ -14,7 +14,7 @@ from agents.experience.learning import (
     APPROVE, EDIT, StepFact, learn_from_ticket, learn_from_verdict,
 )
 from agents.experience.memory import (
-    CONFIRM, MemoryStore, element_label, lookup, remember, step_key, target_of,
+    CONFIRM, MemoryStore, element_label, lookup, step_key, target_of,
 )
 from agents.experience.screen import screen_signature
 from devices.actions import Action
