@@ -121,12 +121,15 @@ def run_episode(
     operator: str = OPERATOR_ORACLE,
     max_steps: int = 30,
     oracle: Any = None,
+    on_step: Any = None,
 ) -> EpisodeResult:
     """Run one suite task from a fresh device state until COMPLETE/IMPOSSIBLE/max steps.
 
     ``operator="oracle"`` resolves tickets as a person would with perfect knowledge
     (approve a right proposal, edit a wrong one with the oracle's action) and answers
     clarifications with the task's hidden preference; ``"none"`` stops at the first ticket.
+    ``on_step(observation, proposal, record, action)`` is called for every executed step
+    (``evaluate --learn`` records what production would: who decided, on which screen).
     """
     from devices.sim import NoPathError, Oracle  # the simulator alone has an oracle
 
@@ -224,6 +227,8 @@ def run_episode(
             sensitive=sensitive,
         ))
         record_index += 1
+        if on_step is not None:
+            on_step(observation, proposal, result.steps[-1], action)
         if action.type in (COMPLETE, IMPOSSIBLE):
             break
         target = loop.target_node(action, observation.nodes)

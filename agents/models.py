@@ -379,3 +379,8 @@ class CalibratorVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.backend} calibrator v{self.number}"
+
+
+from agents.models_experience import (  # noqa: E402,F401  (issue 25: the experience memory)
+    ExperienceEntry, ExperienceEpisode, ExperienceOutcome, ExperienceScreen,
+)

@@ -390,8 +390,101 @@ def _backend_for(task: Task):
     # to P(right) by the installation's calibrator, or the shipped one.
     from agents.calibration.gate import calibrated_backend, find_calibrator
 
-    return calibrated_backend(get_backend(task.backend, **kwargs),
+    backend = get_backend(task.backend, **kwargs)
+    if settings.KAIROS_EXPERIENCE:
+        # Every backend proposes from the installation's experience (issue 25).
+        from agents.experience.layer import with_experience
+        from agents.experience_store import DbStore
+
+        # Earlier episodes are read only for backends whose prompt shows them.
+        backend = with_experience(backend, DbStore(), episodes=3 if task.backend in
+                                  BACKENDS_WITH_REFERENCES else 0)
+    return calibrated_backend(backend,
                               find_calibrator(task.backend, var_dir=settings.VAR_DIR))
+
+
+# --- the experience memory: what production records teaches it (issue 25) -----------
+
+def _step_fact(task: Task, step: Step, executed: Any, decision: str, proposed: Any = None):
+    """The step as the memory learns it: its screen, the goal, the proposal, the action
+    executed, the decision and — where the proposal came from memory — its kind."""
+    from agents.experience.learning import StepFact
+    from agents.experience.memory import step_key
+    from devices.uitree import nodes_from_json
+
+    def action(value: Any) -> Action | None:
+        checked = validate_action(value) if value else None
+        return checked if isinstance(checked, Action) else None
+
+    evidence = (step.extra or {}).get("evidence") or {}
+    # the memory's decision was proposed (alone, or the backend's agreeing with it)
+    kind = (evidence.get("memory_kind") if evidence.get("rule") == "experience"
+            or evidence.get("memory_agrees") else None)
+    before = task.steps.filter(index__lt=step.index, status=StepStatus.DONE).exclude(
+        executed_action=None).order_by("-index").values_list("executed_action", "summary").first()
+    prev = step_key(before[0], before[1] or "", task.goal) if before else ""
+    return StepFact(app=step.app, nodes=nodes_from_json(step.ui_nodes or []),
+                    instruction=task.goal, proposed=action(proposed), executed=action(executed),
+                    decision=decision, memory_kind=kind, summary=step.summary, prev=prev)
+
+
+def _learn_from_ticket(ticket: Ticket, task: Task, resolution: "Resolution", user: Any) -> None:
+    """An approve or edit on a ticket teaches the installation's memory."""
+    if not settings.KAIROS_EXPERIENCE or ticket.step is None or resolution.action is None:
+        return
+    if resolution.decision not in (Decision.APPROVE, Decision.EDIT):
+        return
+    from agents.experience.learning import learn_from_ticket
+    from agents.experience_store import DbStore
+
+    step = ticket.step
+    fact = _step_fact(task, step, resolution.action.to_json(), str(resolution.decision),
+                      step.proposed_action)
+    learn_from_ticket(DbStore(task=task, user=user), fact, task=str(task.id))
+
+
+def _learn_from_takeover_input(task: Task, step: Step, user: Any) -> None:
+    """An operator's input during a take-over teaches like an edit; the first one after
+    the take-over is compared with the proposal that was taken over (repeating it
+    confirms it)."""
+    if not settings.KAIROS_EXPERIENCE:
+        return
+    from agents.experience.learning import TAKEOVER, learn_from_ticket
+    from agents.experience_store import DbStore
+
+    proposed = None
+    ticket = task.tickets.filter(decision=Decision.TAKEOVER).order_by("-resolved_at").first()
+    if ticket is not None and ticket.step is not None and not task.steps.filter(
+            index__gt=ticket.step.index, index__lt=step.index,
+            decided_by=DecidedBy.OPERATOR).exists():
+        proposed = ticket.step.proposed_action
+    fact = _step_fact(task, step, step.executed_action, TAKEOVER, proposed)
+    learn_from_ticket(DbStore(task=task, user=user), fact, task=str(task.id))
+
+
+def learn_from_task_verdict(task: Task, right: bool, *, source: str = "verdict",
+                            steps: Any = None) -> int:
+    """THE place where end users' verdicts and spot checks feed the experience memory
+    (issue 25 item 1; ``Task.verdict_right`` and "spot_check" tickets come from the issue
+    "Labels you can trust and measure"). Call it with the task's verdict (``steps``
+    None: every step that acted alone) or with a spot check's one step
+    (``source="spot_check"``, ``steps=[step]``). A right verdict also keeps the task as a
+    reference episode for planners. Returns the memory entries written."""
+    if not settings.KAIROS_EXPERIENCE:
+        return 0
+    from agents.experience.learning import ALONE, learn_from_verdict, record_episode
+    from agents.experience_store import DbStore
+
+    rows = list(steps) if steps is not None else list(task.steps.filter(
+        status=StepStatus.DONE).exclude(executed_action=None).order_by("index"))
+    alone = [_step_fact(task, s, s.executed_action, ALONE, s.proposed_action) for s in rows
+             if s.decided_by == DecidedBy.AGENT and not s.tickets.exists()]
+    store = DbStore(task=task)
+    written = learn_from_verdict(store, alone, right, task=str(task.id), source=source)
+    if right and steps is None:
+        record_episode(store, task.goal, [_step_fact(task, s, s.executed_action, ALONE)
+                                          for s in rows])
+    return written
 
 
 # Backends whose prompts show D-PoT references; for the others the retrieval is skipped,
@@ -943,6 +1036,7 @@ def resolve_ticket(ticket: Ticket, user: Any, decision: Any, action: Any = None,
             raise Conflict(f"this ticket is no longer open (it is {ticket.status})")
         task = Task.objects.select_related("device").get(id=ticket.task_id)
         _record_training(ticket, task, user)
+        _learn_from_ticket(ticket, task, resolution, user)
         _apply_resolution(ticket, task, resolution, user)
         events.ticket_resolved(ticket)
         if resolution.decision in (Decision.APPROVE, Decision.EDIT, Decision.TAKEOVER):
@@ -1211,6 +1305,8 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
             error = None
             _record_input(task, step, checked, outcome)
             _label_takeover(takeover, checked)
+            step.refresh_from_db()
+            _learn_from_takeover_input(task, step, user)
         task.refresh_from_db()
         events.task_updated(task)
     if error is not None:
@@ -1353,7 +1449,10 @@ def record_verdict(task: Task, user: Any, right: Any, note: Any = None) -> Task:
             if not task.is_finished:
                 raise Conflict("the task has not finished yet; answer once it has")
             raise Conflict("you have already answered for this task")
-        # A "yes" labels the steps that acted alone: it counts towards the next refit.
+        # The verdict teaches the experience memory (a "yes" confirms the steps that acted
+        # alone, a "no" corrects those that came from memory), and a "yes" labels those
+        # steps for the next refit.
+        learn_from_task_verdict(task, right)
         if right:
             from agents.learning import schedule_due_refits
             transaction.on_commit(schedule_due_refits)

@@ -3,6 +3,7 @@ from django.urls import path
 
 from frontend import views
 from frontend.security import LoginView
+from frontend.review import experience
 from frontend.review import views as review
 
 urlpatterns = [
@@ -24,4 +25,8 @@ urlpatterns = [
          name="review_calibrator_rollback"),
     path("review/export.zip", review.export, name="review_export"),
     path("review/audit/", review.audit, name="review_audit"),
+    path("review/experience/", experience.page, name="review_experience"),
+    path("review/experience/forget", experience.forget, name="review_experience_forget"),
+    path("review/experience/export.json", experience.export, name="review_experience_export"),
+    path("review/experience/import", experience.import_, name="review_experience_import"),
 ]

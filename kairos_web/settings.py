@@ -238,6 +238,9 @@ if not 0 <= KAIROS_SPOT_CHECK <= 1:
 KAIROS_ORACLE_BUDGET = envint("KAIROS_ORACLE_BUDGET", 50_000)
 if KAIROS_ORACLE_BUDGET < 1:
     raise ImproperlyConfigured("KAIROS_ORACLE_BUDGET must be at least 1")
+# The experience memory (issue 25): every backend proposes from what people confirmed
+# before, and every ticket decision teaches it. Off: the agent never learns or uses it.
+KAIROS_EXPERIENCE = envbool("KAIROS_EXPERIENCE", True)
 KAIROS_DEVICE_TIMEOUT = envfloat("KAIROS_DEVICE_TIMEOUT", 10.0)
 KAIROS_CLARIFICATION_TIMEOUT = envfloat("KAIROS_CLARIFICATION_TIMEOUT", 300.0)
 # A running task whose step was scheduled or started this long ago without moving is

@@ -72,6 +72,14 @@ TABLE: dict[str, dict[str, Row]] = {
         "POST": Row((302, 403, 403, 403, 302))},
     "review/export.zip": {"GET": Row((302, 403, 403, 403, 200))},
     "review/audit/": {"GET": Row((302, 403, 403, 403, 200))},
+    # The experience memory (issue 25): admins only; the import without a file is a 400.
+    "review/experience/": {"GET": Row((302, 403, 403, 403, 200))},
+    "review/experience/forget": {"POST": Row((302, 403, 403, 403, 302),
+                                             body={"app": "com.kairos.settings"})},
+    "review/experience/export.json": {
+        "GET": Row((302, 403, 403, 403, 200),
+                   url="/review/experience/export.json?app=com.kairos.settings")},
+    "review/experience/import": {"POST": Row((302, 403, 403, 403, 400))},
     "favicon.ico": {"GET": Row((301, 301, 301, 301, 301))},
     "^media/(?P<path>.*)$": {"GET": Row((401, 200, 404, 200, 200), url="{screenshot_url}")},
     "admin/": {"GET": Row((302, 302, 302, 302, 200))},  # Django admin: staff only

@@ -38,7 +38,8 @@ def run_bench(*args: str) -> dict:
 
 
 @pytest.mark.parametrize("name", [b for b in BENCHES
-                                  if b not in ("tickets", "stream", "review")])  # own tests
+                                  # these have their own tests below
+                                  if b not in ("tickets", "stream", "review", "memory")])
 def test_each_bench_measures_something_in_smoke_mode(name, transactional_db) -> None:
     result = run_bench(name)
     assert result["bench"] == name
@@ -87,3 +88,12 @@ def test_bench_observe_times_reading_a_screen_without_a_tree(transactional_db):
     assert result["screenshot"] == "1080x2400" and result["ocr_1080x2400_p50_ms"] > 0
     assert result["detected_nodes"] > 0 and result["observe_no_tree_nodes"] > 0
     assert result["observe_no_tree_p50_ms"] > 0 and result["observe_tree_p50_ms"] > 0
+
+
+def test_bench_memory_times_lookups_that_find_remembered_steps(transactional_db) -> None:
+    result = run_bench("memory")
+    assert result["remembered_steps"] == 2_000 and result["samples"] == 20
+    assert result["lookups_with_a_match"] > 0 and result["lookup_p95_ms"] > 0
+    from agents.models import ExperienceEntry
+
+    assert not ExperienceEntry.objects.exists()  # the seeded steps are removed again

@@ -53,6 +53,12 @@ def build_world() -> World:
     # calibrator (rolling back to it writes no file).
     version = CalibratorVersion.objects.create(backend="world", number=0, taken=True,
                                                reason="the backend's own score")
+    # One remembered step, so the experience pages have an app to show, export, forget.
+    from agents.models import ExperienceEntry
+
+    ExperienceEntry.objects.create(
+        app="com.kairos.settings", signature="0" * 16, instruction="Turn on Wi-Fi",
+        action={"type": "PRESS_BACK"}, action_key="PRESS_BACK", source="approve")
     return World(users, {"task_id": str(task.id), "ticket_id": str(ticket.id),
                          "device_id": str(phone.id), "screenshot_url": step.screenshot.url,
                          "version_id": str(version.pk)})

@@ -43,6 +43,9 @@ class StepContext:
     # Questions already asked in this episode (the same information is never asked twice).
     asked: list[str] = field(default_factory=list)
     step_index: int = 0
+    # The most similar earlier episodes people verified, each {"goal", "start",
+    # "actions"} (D-PoT §5.5; filled by agents.experience.layer, shown by planners).
+    experience: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def goal(self) -> str:

@@ -378,9 +378,29 @@ class OpenAIBackend:
 
     def _references(self, ctx: StepContext) -> str:
         goals = [g.strip() for g in ctx.references if g and g.strip()]
-        if not goals:
-            return ""
-        return self.render("references", reference_goals="\n".join(f"- {g}" for g in goals))
+        parts = []
+        if goals:
+            parts.append(self.render("references",
+                                     reference_goals="\n".join(f"- {g}" for g in goals)))
+        episodes = self._episodes(ctx)
+        if episodes:
+            parts.append(self.render("experience", episodes=episodes))
+        return "\n".join(parts)
+
+    @staticmethod
+    def _episodes(ctx: StepContext) -> str:
+        """D-PoT §5.5 in full: the most similar earlier episodes' goals, start screens and
+        their person-verified actions (``StepContext.experience``, from the installation's
+        experience memory, ``agents.experience.layer``)."""
+        blocks = []
+        for n, episode in enumerate(ctx.experience, 1):
+            if not isinstance(episode, dict) or not episode.get("goal"):
+                continue
+            actions = "; ".join(f"{i}. {a}" for i, a in enumerate(episode.get("actions") or [], 1))
+            blocks.append(f"Example {n}. Goal: {episode['goal']}\n"
+                          f"   Start screen: {episode.get('start') or '(unknown)'}\n"
+                          f"   Verified actions: {actions or '(none)'}")
+        return "\n".join(blocks)
 
     def _wants_toggle_note(self, ctx: StepContext, nodes: list[UINode]) -> bool:
         if self.toggle_note != "auto":

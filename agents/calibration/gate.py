@@ -17,6 +17,7 @@ from typing import Any, Mapping
 
 from agents.backends.base import Backend, Proposal, StepContext
 from agents.calibration.calibrator import EvidenceCalibrator, probability_to_score
+from agents.calibration.experience import cap_for_contradiction, experience_probability
 
 SHIPPED_DIR = Path(__file__).resolve().parent / "shipped"
 OFF = "off"
@@ -96,12 +97,22 @@ class CalibratedBackend:
                                          or proposal.confidence))
         app = ctx.observation.app
         installed = tuple(info.package for info in ctx.apps if info.package)
-        probability = self.calibrator.probability(evidence, app, installed)
+        if evidence.get("rule") == "experience":
+            # A remembered decision: its P(right) is the measured record of its kind of
+            # memory in this installation, not the cold-start model (issue 25).
+            probability = experience_probability(evidence)
+        else:
+            probability = cap_for_contradiction(
+                self.calibrator.probability(evidence, app, installed), evidence)
+            if evidence.get("memory_agrees"):
+                # the backend proposes what people confirmed on this kind of screen
+                probability = max(probability, experience_probability(evidence))
         proposal.extra.setdefault("raw_confidence", proposal.confidence)
         proposal.extra["p_right"] = round(probability, 4)
         proposal.extra["calibrator_version"] = self.calibrator.version
         proposal.extra["evidence"] = evidence
-        unfamiliar = self.calibrator.unfamiliar(evidence, app, installed)
+        unfamiliar = (None if evidence.get("rule") == "experience"
+                      else self.calibrator.unfamiliar(evidence, app, installed))
         if unfamiliar:
             proposal.extra["unfamiliar"] = unfamiliar
         proposal.confidence = round(probability_to_score(probability), 4)

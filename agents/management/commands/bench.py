@@ -13,15 +13,15 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-BENCHES = ("observe", "loop", "tickets", "stream", "tokens", "review")
+BENCHES = ("observe", "loop", "tickets", "stream", "tokens", "review", "memory")
 
 # The count in each bench's result that says how much it measured; 0 (or missing) fails.
 MEASURED = {"observe": "samples", "loop": "steps", "tickets": "samples", "stream": "frames",
-            "tokens": "steps"}
+            "tokens": "steps", "memory": "samples"}
 
 # Short runs for CI: enough to prove the bench measures something, not to time it.
 SMOKE = {"observe": {"samples": 5}, "loop": {"samples": 3}, "tickets": {"samples": 2},
-         "stream": {"seconds": 1.0}, "tokens": {}, "review": {}}
+         "stream": {"seconds": 1.0}, "tokens": {}, "review": {}, "memory": {"samples": 20}}
 
 
 def nothing_measured(name: str, result: dict[str, Any]) -> str | None:
@@ -40,7 +40,7 @@ def nothing_measured(name: str, result: dict[str, Any]) -> str | None:
 
 class Command(BaseCommand):
     help = ("Benchmarks: observe, loop, tickets, stream (--viewers N, --device NAME), tokens, "
-            "review. Exits non-zero when a bench measured nothing.")
+            "review, memory. Exits non-zero when a bench measured nothing.")
 
     def add_arguments(self, parser):
         parser.add_argument("name", choices=BENCHES)
@@ -59,14 +59,14 @@ class Command(BaseCommand):
                             help="observe: time the oracle on this suite's multi-app tasks "
                                  "(default: every bundled one)")
         parser.add_argument("--steps", type=int, default=100_000,
-                            help="review: steps to seed (default 100,000)")
+                            help="review, memory: steps to seed (default 100,000)")
         parser.add_argument("--tickets", type=int, default=20_000,
                             help="review: tickets to seed (default 20,000)")
         parser.add_argument("--smoke", action="store_true",
                             help="a short run that only proves the bench measures something "
-                                 "(review: 600 steps, 120 tickets)")
+                                 "(review: 600 steps, 120 tickets; memory: 2,000 steps)")
         parser.add_argument("--keep", action="store_true",
-                            help="review: leave the seeded log in the database")
+                            help="review, memory: leave the seeded rows in the database")
         parser.add_argument("--reuse", action="store_true",
                             help="review: measure the log a --keep run left (no new seed)")
 
@@ -131,6 +131,17 @@ class Command(BaseCommand):
             return bench_tokens()
         if name == "review":
             return self._review(opts)
+        if name == "memory":
+            from agents.bench_memory import bench_memory
+
+            remembered = 2_000 if opts["smoke"] else opts["steps"]
+            if remembered < 1 or (samples is not None and samples < 1):
+                raise CommandError("--steps and --samples must be at least 1")
+            result = bench_memory(steps=remembered, samples=samples or 500, keep=opts["keep"],
+                                  tasks_per_stream=4 if opts["smoke"] else None)
+            if not result["lookups_with_a_match"]:
+                result["samples"] = 0  # nothing matched: the lookups timed no real work
+            return result
         if name in ("tickets", "stream"):
             from devices import bench_stream
 

@@ -57,6 +57,11 @@ class Command(BaseCommand):
         parser.add_argument("--json", dest="json_out", help="write the JSON result to this file")
         parser.add_argument("--plot", help="write an SVG of TSR and interventions against γ "
                             "(and, when calibrated, OUT.reliability.svg with the ECE)")
+        parser.add_argument("--learn", action="store_true",
+                            help="run the tasks in file order on one installation that starts "
+                            "with no experience and learns from what production records "
+                            "(ticket decisions, the end user's verdict); rows gain 'learning' "
+                            "and --plot draws the learning curve")
         which = parser.add_mutually_exclusive_group()
         which.add_argument("--calibrated", dest="calibration", action="store_const",
                            const="out", default="default",
@@ -78,6 +83,8 @@ class Command(BaseCommand):
             budget = settings.KAIROS_ORACLE_BUDGET
         if budget < 1:
             raise CommandError("--oracle-budget must be at least 1")
+        if opts["learn"]:
+            return self._learn(opts, thresholds, budget)
         try:
             result = evaluate_suite(opts["suite"], opts["backend"], thresholds,
                                     operator=opts["operator"], jobs=opts["jobs"],
@@ -102,3 +109,34 @@ class Command(BaseCommand):
                 path = Path(opts["plot"])
                 with open(path.with_suffix(".reliability.svg"), "w") as handle:
                     handle.write(reliability_plot_svg(result))
+
+    def _learn(self, opts, thresholds, budget) -> None:
+        from agents.learn_eval import evaluate_learning
+        from agents.plot import learning_plot_svg
+        from devices.sim import SimLoadError
+
+        if opts["jobs"] > 1:
+            raise CommandError("--learn runs the tasks one after another: use --jobs 1")
+        try:
+            result = evaluate_learning(opts["suite"], opts["backend"], thresholds,
+                                       operator=opts["operator"], max_steps=opts["max_steps"],
+                                       oracle_budget=budget, calibration=opts["calibration"],
+                                       var_dir=str(settings.VAR_DIR), progress=ProgressBar())
+        except (SimLoadError, LookupError, ValueError) as exc:
+            raise CommandError(str(exc)) from None
+        self.stdout.write(format_table(result))
+        for row in result["results"]:
+            self.stdout.write(
+                f"learning at γ={row['threshold']}: asked {_pct(row['asked_first'])} of the "
+                f"steps of the first 12 tasks, {_pct(row['asked_last'])} of the last 12; "
+                f"autonomy precision over the stream {_pct(row['stream_autonomy_precision'])}")
+        if opts["json_out"]:
+            with open(opts["json_out"], "w") as handle:
+                json.dump(result, handle, indent=2)
+        if opts["plot"]:
+            with open(opts["plot"], "w") as handle:
+                handle.write(learning_plot_svg(result))
+
+
+def _pct(value) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"

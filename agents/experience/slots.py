@@ -1,0 +1,179 @@
+"""Parameters of an instruction, and binding them (issue 25; LEARNING lesson 2).
+
+Pure Python. What a person typed or tapped that came from the instruction is stored as
+*that part of the instruction* — a slot — never as the literal: "send Alex $40" stores
+"type the instruction's number" and "tap the row the instruction names", so "transfer $75
+to Jordan" binds 75 and Jordan. Where a slot cannot be bound from the new instruction
+(no number, two numbers where one was, no row named), the memory does not propose: it
+asks (AWM's "{variables}", browser-use's variable detection, Mobile-Agent-E's
+``arguments_map``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+NUMBER = "number"
+NAME = "name"
+
+_NUMBER_RE = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+(?:\.\d+)?")
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:\.\d+)?")
+# Words that carry no intent; "on", "off", "not" are NOT here: they decide what to do.
+STOPWORDS = frozenset(
+    "a an the my me i to of for in at by from with and or please can could you would "
+    "is it its be this that these those now just so some any our your we us".split())
+# Everyday verbs of asking that say nothing about which thing is wanted ("turn", "set",
+# "make"): general English, not any app's wording. With the direction words they are left
+# out of the intent words (the direction is compared on its own, see intent_similarity).
+GENERIC_VERBS = frozenset(
+    "turn switch set make change put get go do want need let like".split())
+_ON = frozenset({"on", "enable", "activate", "start"})
+_OFF = frozenset({"off", "disable", "deactivate", "stop"})
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased words and numbers, unstemmed ("heating" is not "heat")."""
+    return [w.lower().replace("’", "'") for w in _WORD_RE.findall(text or "")]
+
+
+def numbers(text: str) -> list[str]:
+    """The instruction's numbers in order, thousands separators dropped ("$2,500" → 2500)."""
+    return list(_numbers(text or ""))
+
+
+@lru_cache(maxsize=4096)
+def _numbers(text: str) -> tuple[str, ...]:
+    return tuple(m.group(0).replace(",", "") for m in _NUMBER_RE.finditer(text))
+
+
+def names(text: str) -> list[str]:
+    """Capitalised words inside a sentence (not its first word): people and places the
+    instruction names ("send Alex $40" → Alex)."""
+    return list(_names(text or ""))
+
+
+@lru_cache(maxsize=4096)
+def _names(text: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for sentence in re.split(r"[.!?;:]\s+", text):
+        tokens = re.findall(r"[A-Za-z][A-Za-z'-]*", sentence)
+        for token in tokens[1:]:
+            if token[0].isupper() and not token.isupper() and token.lower() not in STOPWORDS:
+                out.append(token)
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def direction(text: str) -> str | None:
+    """"on", "off" or None: which way the instruction wants a thing switched."""
+    ws = set(words(text))
+    on, off = bool(ws & _ON), bool(ws & _OFF)
+    if on == off:
+        return None
+    return "on" if on else "off"
+
+
+@lru_cache(maxsize=4096)
+def intent_words(text: str) -> frozenset[str]:
+    """The instruction's words without its parameters and stopwords: what is wanted, not
+    for whom or how much."""
+    params = {n.lower() for n in names(text)} | set(numbers(text))
+    return frozenset(w for w in words(text) if w not in STOPWORDS and w not in params
+                     and w not in GENERIC_VERBS and w not in _ON and w not in _OFF
+                     and not w.replace(".", "").isdigit())
+
+
+@lru_cache(maxsize=65536)
+def intent_similarity(a: str, b: str) -> float:
+    """Jaccard similarity of two instructions' intent words; 0 when they want opposite
+    directions ("turn on" against "turn off"), halved when only one has a direction."""
+    da, db = direction(a), direction(b)
+    if da is not None and db is not None and da != db:
+        return 0.0
+    wa, wb = intent_words(a), intent_words(b)
+    # A capitalised word both name is what is wanted ("Wi-Fi"), not a parameter.
+    shared = {n.lower() for n in names(a)} & {n.lower() for n in names(b)}
+    union = len(wa | wb) + len(shared)
+    similarity = 1.0 if not union else (len(wa & wb) + len(shared)) / union
+    # one switches something on or off, the other does not: probably not the same wish
+    return similarity * (0.5 if (da is None) != (db is None) else 1.0)
+
+
+@lru_cache(maxsize=4096)
+def shape(text: str) -> tuple[int, int]:
+    """How many numbers and names the instruction carries."""
+    return len(numbers(text)), len(names(text))
+
+
+@dataclass(frozen=True)
+class TextTemplate:
+    """Typed text as literal pieces and slots: ``("lit", "Hi ")``, ``("slot", "number", 0)``."""
+
+    parts: tuple[tuple, ...]
+
+    @property
+    def slots(self) -> list[tuple[str, int]]:
+        return [(p[1], int(p[2])) for p in self.parts if p[0] == "slot"]
+
+    def bind(self, instruction: str) -> str | None:
+        values = {NUMBER: numbers(instruction), NAME: names(instruction)}
+        out = []
+        for part in self.parts:
+            if part[0] == "lit":
+                out.append(part[1])
+                continue
+            kind, index = part[1], int(part[2])
+            learned_count = part[3] if len(part) > 3 else None
+            found = values[kind]
+            if learned_count is not None and len(found) != learned_count:
+                return None  # two amounts where one was: which is which is a guess
+            if index >= len(found):
+                return None
+            out.append(found[index])
+        return "".join(out)
+
+    def to_json(self) -> list:
+        return [list(p) for p in self.parts]
+
+    @classmethod
+    def from_json(cls, data: list) -> "TextTemplate":
+        return cls(tuple(tuple(p) for p in data))
+
+
+def text_template(text: str, instruction: str) -> TextTemplate:
+    """``text`` as a template over ``instruction``'s numbers and names."""
+    nums, nms = numbers(instruction), names(instruction)
+    stripped = text.strip()
+    plain = stripped.replace(",", "")
+    if plain in nums:
+        return TextTemplate((("slot", NUMBER, nums.index(plain), len(nums)),))
+    for i, name in enumerate(nms):
+        if stripped.lower() == name.lower():
+            return TextTemplate((("slot", NAME, i, len(nms)),))
+    parts: list[tuple] = []
+    pattern = "|".join(re.escape(v) for v in sorted(set(nums + nms), key=len, reverse=True))
+    if pattern:
+        last = 0
+        for m in re.finditer(rf"(?<![\w]){pattern}(?![\w])", text):
+            if m.start() > last:
+                parts.append(("lit", text[last:m.start()]))
+            value = m.group(0)
+            kind, index, count = ((NUMBER, nums.index(value), len(nums)) if value in nums
+                                  else (NAME, nms.index(value), len(nms)))
+            parts.append(("slot", kind, index, count))
+            last = m.end()
+        if last < len(text):
+            parts.append(("lit", text[last:]))
+        if any(p[0] == "slot" for p in parts):
+            return TextTemplate(tuple(parts))
+    return TextTemplate((("lit", text),))
+
+
+def label_named(label: str, instruction: str) -> bool:
+    """Does the instruction name this element (all of its words, ignoring case and %)?"""
+    label_words = [w for w in words(label) if w not in STOPWORDS]
+    if not label_words:
+        return False
+    have = set(words(instruction)) | set(numbers(instruction))
+    return all(w in have for w in label_words)

@@ -1,0 +1,120 @@
+"""The experience memory in production: ticket decisions teach it, the next task's step
+proposes from it with its evidence, forgetting an app removes that (issue 25)."""
+from __future__ import annotations
+
+import pytest
+
+from agents import services
+from agents.backends.base import Proposal
+from agents.experience_store import app_summaries, forget_app
+from agents.models import ExperienceEntry, Ticket
+from devices.actions import Action
+from devices.models import Device
+
+LAUNCHER = "com.android.launcher3"
+
+
+def settings_icon(ctx) -> Proposal:
+    node = next(n for n in ctx.observation.nodes if n.label == "Settings")
+    x, y = node.center
+    return Proposal(Action("CLICK", x=x, y=y), confidence=2.0, thought="open Settings")
+
+
+def clock_icon(ctx) -> Proposal:
+    node = next(n for n in ctx.observation.nodes if n.label == "Clock")
+    x, y = node.center
+    return Proposal(Action("CLICK", x=x, y=y), confidence=2.0, thought="open Clock")
+
+
+def first_step_of_a_new_task(user, inline_steps, phones, instruction):
+    phones.device("sim-1").perform(Action("PRESS_HOME"))
+    task = services.create_task(user, Device.objects.get(name="sim-1"), instruction,
+                                threshold=4.0, backend="scripted")
+    inline_steps.drain()
+    return task, task.steps.get(index=0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_approved_step_teaches_the_next_task_and_forgetting_undoes_it(
+        demo, scripted, inline_steps, phones):
+    scripted([settings_icon, Proposal(Action("COMPLETE"), confidence=5.0),
+              clock_icon, clock_icon])
+    task, _ = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
+    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "approve")
+    inline_steps.drain()
+
+    learned = ExperienceEntry.objects.get(app=LAUNCHER)
+    assert (learned.source, learned.polarity, learned.by, learned.task_id) == (
+        "approve", 1, demo["operator"], task.id)
+    assert [row["app"] for row in app_summaries()] == [LAUNCHER]
+
+    # Another wording of the same wish: the memory proposes the Settings icon, not the
+    # backend's Clock, and says why; with no record yet a person is still asked.
+    again, step = first_step_of_a_new_task(demo["user"], inline_steps, phones,
+                                           "please open settings")
+    settings_node = next(n for n in phones.device("sim-1").observe().nodes
+                         if n.label == "Settings")
+    assert (step.proposed_action["x"], step.proposed_action["y"]) == settings_node.center
+    evidence = step.extra["evidence"]
+    assert evidence["rule"] == "experience" and evidence["memory_confirmed"] == 1
+    assert Ticket.objects.filter(task=again, status="open").exists()
+    services.abort_task(again, demo["operator"])
+
+    assert forget_app(LAUNCHER) == 1
+    _, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "please open settings")
+    assert step.extra.get("evidence", {}).get("rule") != "experience"
+    clock = next(n for n in phones.device("sim-1").observe().nodes if n.label == "Clock")
+    assert (step.proposed_action["x"], step.proposed_action["y"]) == clock.center
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_edit_confirms_the_operators_action_and_corrects_the_proposal(
+        demo, scripted, inline_steps, phones):
+    scripted([clock_icon, Proposal(Action("COMPLETE"), confidence=5.0)])
+    task, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
+    settings_node = next(n for n in phones.device("sim-1").observe().nodes
+                         if n.label == "Settings")
+    x, y = settings_node.center
+    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "edit",
+                            action={"type": "CLICK", "x": x, "y": y})
+    rows = sorted(ExperienceEntry.objects.values_list("source", "polarity",
+                                                      "action__locator__label"))
+    assert rows == [("edit", -1, "Clock"), ("edit", 1, "Settings")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_edit_identical_to_the_proposal_confirms_it(demo, scripted, inline_steps, phones):
+    scripted([settings_icon, Proposal(Action("COMPLETE"), confidence=5.0)])
+    task, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
+    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "edit",
+                            action=step.proposed_action)
+    assert list(ExperienceEntry.objects.values_list("source", "polarity")) == [("approve", 1)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_owners_yes_teaches_the_memory_the_steps_that_acted_alone(
+        demo, scripted, inline_steps, phones):
+    scripted([Proposal(Action("PRESS_HOME"), confidence=5.0),
+              Proposal(Action("COMPLETE"), confidence=5.0)])
+    task, _ = first_step_of_a_new_task(demo["user"], inline_steps, phones, "go to the home screen")
+    inline_steps.drain()
+    task.refresh_from_db()
+    assert task.is_finished and not task.tickets.exists()  # it acted alone
+    assert not ExperienceEntry.objects.exists()
+    services.record_verdict(task, demo["user"], True)
+    assert ExperienceEntry.objects.filter(source="verdict", polarity=1,
+                                          action__type="PRESS_HOME").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_take_over_inputs_teach_and_one_repeating_the_proposal_confirms_it(
+        demo, scripted, inline_steps, phones):
+    scripted([settings_icon])
+    task, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
+    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "takeover")
+    task.refresh_from_db()
+    services.operator_input(task, demo["operator"], step.proposed_action)  # the same tap
+    services.operator_input(task, demo["operator"], {"type": "PRESS_BACK"})
+    rows = list(ExperienceEntry.objects.order_by("id").values_list("source", "polarity",
+                                                                    "action__type"))
+    assert rows == [("approve", 1, "CLICK"), ("takeover", 1, "PRESS_BACK")]
