@@ -185,6 +185,8 @@ class TicketReason(models.TextChoices):
     MODEL_ERROR = "model_error", "Model error"
     DEVICE_ERROR = "device_error", "Device error"
     AMBIGUOUS_INTENT = "ambiguous_intent", "Ambiguous intent"
+    TAKEOVER_LAPSED = "takeover_lapsed", "Take-over lapsed"
+    NO_PROGRESS = "no_progress", "No progress"
 
 
 class TicketStatus(models.TextChoices):

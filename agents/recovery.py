@@ -38,7 +38,7 @@ def sweep_stalled_tasks(*, now: datetime | None = None,
                         stall_after: float | None = None) -> dict[str, str]:
     """Recover every stalled running task; returns ``{task id: what was done}``.
 
-    Also starts a queued task whose phone nobody drives (belt and braces for a start that
+    Also lapses take-overs idle for ``KAIROS_TAKEOVER_TIMEOUT`` (issue 26, item 1) and starts a queued task whose phone nobody drives (belt and braces for a start that
     a dying process did not finish).
     """
     from django.conf import settings
@@ -58,8 +58,11 @@ def sweep_stalled_tasks(*, now: datetime | None = None,
             done[str(task_id)] = recover_task(task_id, seen, now)
         except Exception:  # one bad task must not stop the sweep of the others
             logger.exception("could not recover stalled task %s", task_id)
+    from agents import services
+
+    for task_id in services.lapse_idle_takeovers(now):
+        done[task_id] = "take-over lapsed: back in the queue"
     for device_id in _free_devices_with_a_queue():
-        from agents import services
 
         started = services.start_next_queued(device_id)
         if started is not None:

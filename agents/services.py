@@ -197,6 +197,14 @@ def check_backend(name: Any, device: Device) -> str:
             f"unknown backend '{str(name)[:32]}': use one of {', '.join(backend_names())}")
     if name == "oracle" and device.kind != "sim":
         raise Conflict("the oracle backend exists for simulated phones only")
+    if name == "openai":
+        from agents.backends.openai import configuration_problem
+
+        # Refused now rather than accepted and turned into a model_error ticket that no
+        # operator can fix (issue 26, item 6).
+        problem = configuration_problem()
+        if problem:
+            raise Conflict(problem)
     return name
 
 
@@ -854,12 +862,17 @@ def check_resolution(ticket: Ticket, decision: Any, action: Any = None,
     if decision == Decision.APPROVE:
         if ticket.kind == TicketKind.CLARIFICATION:
             raise Conflict("a clarification is resolved with an answer, not approved")
+        if ticket.reason == TicketReason.TAKEOVER_LAPSED:
+            return Resolution(decision)  # the agent goes on from the phone's screen
         proposed = ticket.step.proposed_action if ticket.step else None
         checked = validate_action(proposed) if proposed else None
         if not isinstance(checked, Action):
             raise Conflict("there is no valid proposed action to approve; edit it instead")
         return Resolution(decision, action=checked)
     if decision == Decision.EDIT:
+        if ticket.step is None:
+            raise Conflict("this ticket has no step to edit: approve to let the agent go on, "
+                           "or take over")
         device = ticket.task.device
         checked = validate_action(action, (device.width, device.height))
         if isinstance(checked, ActionError):
@@ -890,7 +903,8 @@ def resolve_ticket(ticket: Ticket, user: Any, decision: Any, action: Any = None,
                 raise Conflict(f"{ticket.assignee} holds this ticket")
             raise Conflict(f"this ticket is no longer open (it is {ticket.status})")
         task = Task.objects.select_related("device").get(id=ticket.task_id)
-        _record_training(ticket, task, user)
+        if ticket.reason != TicketReason.TAKEOVER_LAPSED:  # no agent action to label
+            _record_training(ticket, task, user)
         _apply_resolution(ticket, task, resolution, user)
         events.ticket_resolved(ticket)
         task.refresh_from_db()
@@ -922,7 +936,12 @@ def _apply_resolution(ticket: Ticket, task: Task, resolution: Resolution, user: 
         if step is not None:
             Step.objects.filter(id=step.id, status=StepStatus.WAITING).update(
                 status=StepStatus.CANCELLED, outcome="taken over")
-        Task.objects.filter(id=task.id, status__in=waiting).update(status=TaskStatus.TAKEN_OVER)
+        # progressed_at counts the take-over's idle time from here (lapse_idle_takeovers).
+        Task.objects.filter(id=task.id, status__in=waiting).update(
+            status=TaskStatus.TAKEN_OVER, progressed_at=timezone.now())
+        return
+    if resolution.action is None:  # approving a lapsed take-over: the agent goes on
+        _resume(task, waiting, next_index=_next_step_index(task))
         return
     # approve / edit: the step runs the chosen action, then the loop goes on.
     assert resolution.action is not None
@@ -972,6 +991,46 @@ def abort_task(task: Task, user: Any) -> Task:
 
 
 # --- take-over -----------------------------------------------------------------------
+
+def _next_step_index(task: Task) -> int:
+    last = task.steps.order_by("-index").values_list("index", flat=True).first()
+    return 0 if last is None else last + 1
+
+
+def lapse_idle_takeovers(now: Any = None, timeout: float | None = None) -> list[str]:
+    """Take-overs without an input for ``KAIROS_TAKEOVER_TIMEOUT`` seconds go back to the
+    queue as an open ticket that says why (issue 26, item 1): an operator who pressed T and
+    closed the browser must not hold the phone, and the tasks queued behind it, for ever.
+
+    Each lapse is a conditional UPDATE on the task's ``progressed_at`` (set at the
+    take-over and at every input), so an input that lands meanwhile keeps the take-over
+    and several sweepers lapse a task once. Returns the ids of the lapsed tasks.
+    """
+    now = now or timezone.now()
+    timeout = float(settings.KAIROS_TAKEOVER_TIMEOUT) if timeout is None else timeout
+    cutoff = now - timedelta(seconds=timeout)
+    idle = Task.objects.filter(status=TaskStatus.TAKEN_OVER).filter(
+        Q(progressed_at__lt=cutoff) | Q(progressed_at=None))
+    lapsed = []
+    for task_id, seen in idle.values_list("id", "progressed_at")[:100]:
+        with transaction.atomic():
+            claim = Task.objects.filter(id=task_id, status=TaskStatus.TAKEN_OVER)
+            claim = claim.filter(progressed_at=seen) if seen else claim.filter(progressed_at=None)
+            if not claim.update(status=TaskStatus.WAITING_OPERATOR, progressed_at=now):
+                continue
+            task = Task.objects.select_related("device").get(id=task_id)
+            holder = task.tickets.filter(decision=Decision.TAKEOVER).order_by(
+                "-resolved_at").select_related("resolved_by").first()
+            who = holder.resolved_by.get_username() if holder and holder.resolved_by else \
+                "an operator"
+            open_ticket(task, None, TicketKind.INTERVENTION, TicketReason.TAKEOVER_LAPSED,
+                        set_status=False, note=(
+                            f"The take-over by {who} lapsed: no input for {timeout:g} s. "
+                            "Approve lets the agent go on from the phone's current screen; "
+                            "take over to drive the phone again, or abort."))
+        lapsed.append(str(task_id))
+    return lapsed
+
 
 def check_takeover_holder(task: Task, user: Any) -> Ticket:
     """The take-over ``user`` holds on ``task``: the task's *latest* take-over, still on.
@@ -1041,7 +1100,8 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
                 outcome=("changed" if outcome.changed else "unchanged") if outcome.ok
                 else f"error: {outcome.error}"[:255],
                 executed_at=timezone.now())
-        Task.objects.filter(id=task.id).update(cursor=index + 1)
+        # An input renews the take-over (lapse_idle_takeovers).
+        Task.objects.filter(id=task.id).update(cursor=index + 1, progressed_at=timezone.now())
         task.refresh_from_db()
         events.task_updated(task)
     if error is not None:
@@ -1050,8 +1110,17 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
     return step
 
 
-def hand_back(task: Task, user: Any) -> Task:
-    check_takeover_holder(task, user)
+def hand_back(task: Task, user: Any, *, as_admin: bool = False) -> Task:
+    """The holder gives the phone back to the agent; ``as_admin``: an admin does it for
+    whoever holds it (the caller records it in the audit trail)."""
+    if as_admin:
+        if not is_admin(user):
+            raise Forbidden("only admins hand back another operator's take-over")
+        if task.status != TaskStatus.TAKEN_OVER:
+            raise Conflict(f"the task is not taken over "
+                           f"({task.get_status_display().lower()})")
+    else:
+        check_takeover_holder(task, user)
     with transaction.atomic():
         # Under the task's lock, like inputs: the next step's index is after the last input.
         list(Task.objects.select_for_update(of=("self",)).filter(id=task.id).values_list("id"))

@@ -266,7 +266,7 @@ def list_devices(request: HttpRequest):
     return services.devices_json(services.usable_devices(request.user))
 
 
-@api.post("/tasks", response={201: TaskOut, **errors(403, 404, 503)}, tags=["tasks"],
+@api.post("/tasks", response={201: TaskOut, **errors(403, 404, 409, 503)}, tags=["tasks"],
           openapi_extra=links(201, "$response.body#/id", "task_id", *TASK_OPERATIONS))
 def create_task(request: HttpRequest, payload: TaskIn):
     """Start a task on a phone; 404 for an unknown phone, 403 for one you may not use."""
@@ -324,8 +324,17 @@ def operator_input(request: HttpRequest, task_id: str, payload: InputIn):
 @api.post("/tasks/{task_id}/hand_back", response={200: TaskOut, **errors(403, 404, 409)},
           tags=["tasks"])
 def hand_back(request: HttpRequest, task_id: str):
-    """End your take-over: the agent goes on from the phone's current screen."""
+    """End your take-over: the agent goes on from the phone's current screen. An admin
+    may hand back anyone's take-over (recorded in the audit trail)."""
     task = services.access_task(request.user, task_id)
+    try:
+        services.check_takeover_holder(task, request.user)
+    except services.Forbidden:
+        if services.is_admin(request.user):
+            from frontend.services import admin_hand_back
+
+            return task_detail(admin_hand_back(request.user, task))
+        raise
     return task_detail(services.hand_back(task, request.user))
 
 

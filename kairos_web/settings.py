@@ -235,6 +235,9 @@ if KAIROS_STALL_SECONDS <= KAIROS_DEVICE_TIMEOUT:
     raise ImproperlyConfigured("KAIROS_STALL_SECONDS must be longer than KAIROS_DEVICE_TIMEOUT")
 # Seconds after which an idle operator's claim on a ticket lapses (docs/console.md).
 KAIROS_CLAIM_TIMEOUT = envfloat("KAIROS_CLAIM_TIMEOUT", 300.0)
+# Seconds without an input after which an operator's take-over lapses: the task goes back
+# to the queue as an open ticket (agents/recovery.py; docs/console.md).
+KAIROS_TAKEOVER_TIMEOUT = envfloat("KAIROS_TAKEOVER_TIMEOUT", 300.0)
 KAIROS_SIM_DEVICES = [
     n.strip() for n in os.environ.get("KAIROS_SIM_DEVICES", "sim-1,sim-2").split(",") if n.strip()
 ]

@@ -89,7 +89,8 @@ TABLE: dict[str, dict[str, Row]] = {
     # Only the operator holding the take-over; nobody holds one here.
     "/api/tasks/{task_id}/input": {"POST": Row((401, 403, 404, 403, 403),
                                                body={"action": {"type": "PRESS_HOME"}})},
-    "/api/tasks/{task_id}/hand_back": {"POST": Row((401, 403, 404, 403, 403))},
+    # An admin may hand back anyone's take-over (issue 26): here none is on, so 409.
+    "/api/tasks/{task_id}/hand_back": {"POST": Row((401, 403, 404, 403, 409))},
     "/api/tickets": {"GET": Row(E403)},
     "/api/tickets/{ticket_id}": {"GET": Row(E403)},
     "/api/tickets/{ticket_id}/claim": {"POST": Row(E403)},

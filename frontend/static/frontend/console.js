@@ -13,7 +13,8 @@
     low_confidence: "Low confidence", ambiguous_intent: "Ambiguous intent",
     sensitive_action: "Sensitive action", parse_failure: "Unparseable output",
     toggle_state: "Toggle already set", repeated_failure: "Repeated failure",
-    device_error: "Device error",
+    device_error: "Device error", model_error: "Model error",
+    takeover_lapsed: "Take-over lapsed", no_progress: "No progress",
   };
 
   // --- plumbing ------------------------------------------------------------------------
@@ -651,7 +652,15 @@
       json(msg) {
         if (msg.type === "chat.message" && msg.task === taskId) appendChat(msg.message);
         if (msg.ticket && msg.ticket.id === ticketId && msg.type !== "ticket.opened") apply(msg.ticket);
-        if (msg.type === "task.updated" && msg.task.id === taskId) { state.taskStatus = msg.task.status; refresh(); }
+        if (msg.type === "task.updated" && msg.task.id === taskId) {
+          state.taskStatus = msg.task.status;
+          // A take-over that lapsed (or an admin handed back) ends control on this page too.
+          if (state.takeover && msg.task.status !== "taken_over") {
+            state.takeover = false;
+            flash("Your take-over has ended: the task went back to the queue.", true);
+          }
+          refresh();
+        }
       },
     });
 

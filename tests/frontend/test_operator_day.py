@@ -1,0 +1,114 @@
+"""Issue 26: the defects a new team hit in an operator's day, over the API."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.utils import timezone
+
+from agents.backends.base import Proposal
+from agents.models import Task, TaskStatus, Ticket
+from agents.recovery import sweep_stalled_tasks
+from devices.actions import Action
+from frontend.models import AuditEntry
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def low_confidence_click(ctx):
+    return Proposal(Action("CLICK", x=100, y=100), confidence=1.0)
+
+
+# --- item 6: a backend that is not configured is refused at creation -------------------
+
+def test_a_task_on_an_unconfigured_model_backend_is_refused_naming_the_setting(
+        api, phones, inline_steps, monkeypatch):
+    for name in ("KAIROS_LLM_BASE_URL", "KAIROS_LLM_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    status, body = api("post", "/api/tasks", user="user", body={
+        "instruction": "Turn on Wi-Fi", "device": "sim-1", "backend": "openai"})
+    assert status == 409
+    assert "KAIROS_LLM_BASE_URL" in body["detail"]
+    assert not Task.objects.exists()  # nothing became a model_error ticket
+
+    monkeypatch.setenv("KAIROS_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    status, body = api("post", "/api/tasks", user="user", body={
+        "instruction": "Turn on Wi-Fi", "device": "sim-1", "backend": "openai"})
+    assert status == 201, body
+
+
+# --- item 1: an unused take-over lapses; admins hand back anyone's ---------------------
+
+def _taken_over(api, inline_steps, scripted, holder="operator"):
+    scripted([low_confidence_click, low_confidence_click, low_confidence_click])
+    _, task = api("post", "/api/tasks", body={"instruction": "Tap the corner",
+                                              "device": "sim-1", "backend": "scripted"})
+    inline_steps.drain()
+    _, tickets = api("get", "/api/tickets?status=open", user=holder)
+    assert api("post", f"/api/tickets/{tickets[0]['id']}/resolve", user=holder,
+               body={"decision": "takeover"})[0] == 200
+    return task
+
+
+def test_an_unused_take_over_lapses_back_to_the_queue_as_a_ticket_that_says_why(
+        api, demo, phones, inline_steps, scripted, settings):
+    settings.KAIROS_TAKEOVER_TIMEOUT = 5
+    task = _taken_over(api, inline_steps, scripted)
+    # Queued behind it on the same phone: waits while the take-over holds the phone.
+    _, queued = api("post", "/api/tasks", user="user",
+                    body={"instruction": "Turn on Wi-Fi", "device": "sim-1"})
+    assert queued["queue_position"] == 1
+
+    assert sweep_stalled_tasks() == {}  # within the timeout: nothing happens
+    later = timezone.now() + timedelta(seconds=6)
+    assert sweep_stalled_tasks(now=later, stall_after=3600) == {
+        task["id"]: "take-over lapsed: back in the queue"}
+
+    _, shown = api("get", f"/api/tasks/{task['id']}")
+    assert shown["status"] == "waiting_operator"
+    _, tickets = api("get", "/api/tickets?status=open", user="admin")
+    lapsed = [t for t in tickets if t["task"] == task["id"]]
+    assert len(lapsed) == 1 and lapsed[0]["reason"] == "takeover_lapsed"
+    assert "operator" in lapsed[0]["note"] and "no input for 5 s" in lapsed[0]["note"]
+    # The former holder no longer controls the phone.
+    status, body = api("post", f"/api/tasks/{task['id']}/input",
+                       body={"action": {"type": "PRESS_HOME"}})
+    assert status == 403
+    # Approving it lets the agent go on from the phone's screen; nothing to edit.
+    status, body = api("post", f"/api/tickets/{lapsed[0]['id']}/resolve", user="admin",
+                       body={"decision": "edit", "action": {"type": "PRESS_HOME"}})
+    assert status == 409 and "take over" in body["detail"]
+    assert api("post", f"/api/tickets/{lapsed[0]['id']}/resolve", user="admin",
+               body={"decision": "approve"})[0] == 200
+    assert Task.objects.get(id=task["id"]).status == TaskStatus.RUNNING
+    assert inline_steps.pending  # the agent's next step is scheduled
+
+
+def test_an_input_keeps_the_take_over_alive(api, demo, phones, inline_steps, scripted,
+                                           settings):
+    settings.KAIROS_TAKEOVER_TIMEOUT = 300
+    task = _taken_over(api, inline_steps, scripted)
+    Task.objects.filter(id=task["id"]).update(
+        progressed_at=timezone.now() - timedelta(seconds=290))
+    assert api("post", f"/api/tasks/{task['id']}/input",
+               body={"action": {"type": "PRESS_HOME"}})[0] == 200
+    assert sweep_stalled_tasks(now=timezone.now() + timedelta(seconds=20)) == {}
+    assert Task.objects.get(id=task["id"]).status == TaskStatus.TAKEN_OVER
+
+
+def test_an_admin_hands_back_another_operators_take_over_and_it_is_audited(
+        api, demo, phones, inline_steps, scripted):
+    task = _taken_over(api, inline_steps, scripted)
+    second = User.objects.create_user("operator2", password="x" * 12)
+    second.groups.add(Group.objects.get(name="operators"))
+    demo["operator2"] = second
+
+    status, body = api("post", f"/api/tasks/{task['id']}/hand_back", user="operator2")
+    assert status == 403  # another operator may not
+    status, body = api("post", f"/api/tasks/{task['id']}/hand_back", user="admin")
+    assert status == 200 and body["status"] == "running"
+    entry = AuditEntry.objects.get(action="takeover.hand_back")
+    assert entry.actor_name == "admin" and entry.changes["taken_over_by"][0] == "operator"
+    status, body = api("post", f"/api/tasks/{task['id']}/hand_back", user="admin")
+    assert status == 409  # not taken over any more
