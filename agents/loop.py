@@ -5,7 +5,8 @@ evaluation runner (``agents/episode.py``) all go through :func:`decide` and
 :func:`reflect`, so the gate, the guards and retrospection behave the same everywhere.
 
 Order of checks (DESIGN "Data flow of one step"): model error → parse failure →
-toggle-state check → sensitive action → repeated failure → clarification → gate.
+toggle-state check → sensitive action → repeated failure → no progress → clarification →
+gate.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from agents.backends.base import HistoryEntry, Proposal, StepContext
 from agents.safety import Harm, current_policy
 from agents.recommend import row_label
 from devices.actions import (
-    CLICK, IMPOSSIBLE, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
+    CLICK, COMPLETE, IMPOSSIBLE, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
 )
 from devices.uitree import UINode, node_at
 
@@ -28,6 +29,7 @@ REPEATED_FAILURE = "repeated_failure"
 MODEL_ERROR = "model_error"
 DEVICE_ERROR = "device_error"
 AMBIGUOUS_INTENT = "ambiguous_intent"
+NO_PROGRESS = "no_progress"
 
 EXECUTE = "execute"
 TICKET = "ticket"
@@ -36,6 +38,9 @@ CLARIFY = "clarify"
 # Labels of controls that retry a failed load; see is_patient.
 PATIENT_LABEL = re.compile(r"\b(retry|try again|reload|refresh)\b", re.IGNORECASE)
 PATIENT_REPEATS = 3
+# The agent back on a screen it already left this many times since a person last decided
+# is going round in circles (issue 26, item 4: scrolling up and down to the step limit).
+NO_PROGRESS_VISITS = 2
 TURN_ON = re.compile(r"\b(turn on|switch on|enable|activate|start)\b", re.IGNORECASE)
 TURN_OFF = re.compile(r"\b(turn off|switch off|disable|deactivate|stop)\b", re.IGNORECASE)
 
@@ -128,6 +133,22 @@ def repeated_without_change(action: Action | None, history: list[HistoryEntry],
     return repeats >= (PATIENT_REPEATS if patient else 1)
 
 
+def no_progress(action: Action | None, screen_visits: int, target: UINode | None = None
+                ) -> bool:
+    """Going round in circles: back, again, on a screen seen ``NO_PROGRESS_VISITS`` times
+    since a person last decided. Ending the task (COMPLETE / IMPOSSIBLE) and waiting or
+    retrying a load are not circles."""
+    if action is None or action.type in (COMPLETE, IMPOSSIBLE) or is_patient(action, target):
+        return False
+    return screen_visits >= NO_PROGRESS_VISITS
+
+
+def count_visits(screens: list, current: object) -> int:
+    """How many of the earlier ``screens`` (signatures, devices.uitree.screen_signature)
+    are ``current``."""
+    return sum(1 for screen in screens if screen == current)
+
+
 def decide(proposal: Proposal, ctx: StepContext, threshold: float) -> Decision:
     """Apply the guards and the confidence gate (OS-Kairos 4.2, Eq. 4) to one proposal."""
     nodes = ctx.observation.nodes
@@ -170,6 +191,14 @@ def decide(proposal: Proposal, ctx: StepContext, threshold: float) -> Decision:
         return Decision(
             TICKET, action=action, reason=REPEATED_FAILURE, target=target,
             note="the same action did not change the screen last time",
+        )
+    if no_progress(action, ctx.screen_visits, target):
+        # Whatever the confidence and γ: at caution 0 the agent otherwise scrolls to the
+        # step limit instead of asking anyone.
+        return Decision(
+            TICKET, action=action, reason=NO_PROGRESS, target=target,
+            note=f"no progress: the agent has been on this screen {ctx.screen_visits} times "
+                 f"before without getting further; a person should decide the way on",
         )
     confidence = proposal.confidence if proposal.confidence is not None else 0.0
     if confidence < threshold:

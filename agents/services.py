@@ -445,6 +445,20 @@ def run_step(task_id: Any, index: int) -> str:
     return execute_step(task, step)
 
 
+def _screen_visits(task: Task, nodes: list) -> int:
+    """Steps the agent ran on this very screen since a person last decided (a step with a
+    ticket, or an operator's input): what the no-progress guard counts."""
+    asked = task.steps.filter(Q(decided_by=DecidedBy.OPERATOR) | Q(tickets__isnull=False)
+                              ).order_by("-index").values_list("index", flat=True).first()
+    rows = task.steps.filter(status=StepStatus.DONE, decided_by=DecidedBy.AGENT)
+    if asked is not None:
+        rows = rows.filter(index__gt=asked)
+    current = screen_signature(nodes)
+    return loop.count_visits(
+        [screen_signature(nodes_from_json(ui)) for ui in rows.values_list("ui_nodes", flat=True)
+         if ui], current)
+
+
 def _json_safe(value: Any) -> Any:
     """A backend's free-form ``extra`` as plain JSON (odd values become strings)."""
     try:
@@ -472,6 +486,7 @@ def _propose_step(task: Task, index: int) -> Step | None:
         answers=list(task.answers), excluded_elements=set(task.excluded_elements),
         apps=client.info(task.device.name).apps,  # adb phones list theirs too
         references=_references(task), asked=list(task.asked), step_index=index,
+        screen_visits=_screen_visits(task, observation.nodes),
     )
     try:
         proposal = _backend_for(task).propose(ctx)

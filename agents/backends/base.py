@@ -43,6 +43,9 @@ class StepContext:
     # Questions already asked in this episode (the same information is never asked twice).
     asked: list[str] = field(default_factory=list)
     step_index: int = 0
+    # Earlier steps of this episode observed on this very screen since a person last
+    # decided (the no-progress guard, agents/loop.py).
+    screen_visits: int = 0
 
     @property
     def goal(self) -> str:

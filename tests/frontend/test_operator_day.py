@@ -112,3 +112,28 @@ def test_an_admin_hands_back_another_operators_take_over_and_it_is_audited(
     assert entry.actor_name == "admin" and entry.changes["taken_over_by"][0] == "operator"
     status, body = api("post", f"/api/tasks/{task['id']}/hand_back", user="admin")
     assert status == 409  # not taken over any more
+
+
+# --- item 4: going round in circles asks a person at any γ ----------------------------
+
+def test_at_caution_0_an_agent_going_round_in_circles_asks_a_person_within_12_steps(
+        api, phones, inline_steps):
+    status, task = api("post", "/api/tasks", user="user", body={
+        "instruction": "Send a message to mom", "device": "sim-1", "threshold": 0})
+    assert status == 201
+    inline_steps.drain(limit=40)
+    _, shown = api("get", f"/api/tasks/{task['id']}", user="user")
+    assert shown["status"] == "waiting_operator", [s["action"] for s in shown["steps"]]
+    ticket = shown["tickets"][-1]
+    assert ticket["reason"] == "no_progress" and "this screen" in ticket["note"]
+    assert ticket["step"] < 12
+
+
+def test_the_no_progress_guard_lets_the_agent_finish_or_wait():
+    from agents import loop
+    from devices.actions import Action
+
+    assert loop.no_progress(Action("SCROLL", direction="UP"), 2)
+    assert not loop.no_progress(Action("SCROLL", direction="UP"), 1)
+    assert not loop.no_progress(Action("COMPLETE"), 5)
+    assert not loop.no_progress(Action("WAIT"), 5)
