@@ -420,8 +420,12 @@
         } catch (_) { /* already gone: the socket tells */ }
       }
     }, Math.min(15000, idleLimit / 4));
+    // Reassigning reloads this page: the socket may already have told it that the admin
+    // now holds the ticket, and releasing on the way out would free what they just took.
+    let reassigning = false;
+    if ($("reassign-form")) $("reassign-form").addEventListener("submit", () => { reassigning = true; });
     window.addEventListener("pagehide", () => {
-      if (!holdsIt() || state.busy) return;
+      if (!holdsIt() || state.busy || reassigning) return;
       // keepalive lets the request outlive the page (closing the tab, following a link).
       fetch(`/api/tickets/${ticketId}/release`, {method: "POST", keepalive: true,
         credentials: "same-origin", headers: {"X-CSRFToken": cookie("csrftoken")}});
