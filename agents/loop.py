@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from agents.backends.base import HistoryEntry, Proposal, StepContext
 from agents.safety import Harm, current_policy
-from agents.recommend import row_label
+from agents.recommend import row_label, tokens
 from devices.actions import (
     CLICK, COMPLETE, IMPOSSIBLE, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
 )
@@ -147,6 +147,19 @@ def count_visits(screens: list, current: object) -> int:
     """How many of the earlier ``screens`` (signatures, devices.uitree.screen_signature)
     are ``current``."""
     return sum(1 for screen in screens if screen == current)
+
+
+def names_an_option(reply: str, labels: list[str]) -> list[str]:
+    """The options a person's free-text reply names: those all of whose words it says
+    ("A latte please, medium" names 'Latte' and 'Medium', not 'Flat white'). No wording
+    of any app: the reply is read against the options offered."""
+    said = set(tokens(reply))
+    named = []
+    for label in labels:
+        words = set(tokens(label))
+        if words and words <= said and label not in named:
+            named.append(label)
+    return named
 
 
 def decide(proposal: Proposal, ctx: StepContext, threshold: float) -> Decision:

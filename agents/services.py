@@ -1194,6 +1194,17 @@ def post_message(task: Task, user: Any, text: Any, ticket_id: Any = None) -> Mes
             task=task, sender=Message.Sender.USER if is_owner else Message.Sender.OPERATOR,
             author=user, text=text, ticket=ticket if is_owner else None)
         events.chat_message(message)
+        if ticket is None and is_owner:
+            ticket = _answered_intervention(task, text)
+            if ticket is not None:
+                Message.objects.filter(id=message.id).update(ticket=ticket)
+            else:
+                # No question is open, yet a reply is an answer all the same (to an
+                # operator's chat question, or said ahead): it refines the goal the agent
+                # reads at its next choices (RecAgent Eq. 6), e.g. "medium" for the size.
+                Task.objects.filter(id=task.id).update(answers=list(
+                    Task.objects.filter(id=task.id).values_list("answers", flat=True)[0]
+                ) + [text])
         if ticket is not None and is_owner:
             # The owner knows their own preference best: an operator who claimed the
             # escalated question loses the claim, and their later resolve gets a 409.
@@ -1201,6 +1212,28 @@ def post_message(task: Task, user: Any, text: Any, ticket_id: Any = None) -> Mes
                 assignee=user).update(status=TicketStatus.OPEN, assignee=None, claimed_at=None)
             resolve_ticket(ticket, user, Decision.ANSWER, answer=text)
     return message
+
+
+# Tickets where the agent was unsure what the user wants: the user's own reply may settle
+# them. A sensitive action, a device or model error is for an operator whatever is said.
+ANSWERABLE_BY_THE_USER = (TicketReason.LOW_CONFIDENCE, TicketReason.AMBIGUOUS_INTENT,
+                          TicketReason.NO_PROGRESS)
+
+
+def _answered_intervention(task: Task, text: str) -> Ticket | None:
+    """The open intervention the owner's chat reply answers: one waiting on a step whose
+    screen offers an option the reply names ("A latte please" while the agent proposed
+    Americano on the drinks list). The agent then looks again with the reply as part of
+    its goal instead of an operator guessing (issue 26, item 5)."""
+    for ticket in task.tickets.filter(
+            kind=TicketKind.INTERVENTION, reason__in=ANSWERABLE_BY_THE_USER,
+            status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED),
+            step__status=StepStatus.WAITING).select_related("step").order_by("created_at"):
+        labels = [n.text or n.content_desc for n in nodes_from_json(ticket.step.ui_nodes or [])
+                  if n.text or n.content_desc]
+        if loop.names_an_option(text, labels):
+            return ticket
+    return None
 
 
 # --- the simulated operator ----------------------------------------------------------

@@ -137,3 +137,74 @@ def test_the_no_progress_guard_lets_the_agent_finish_or_wait():
     assert not loop.no_progress(Action("SCROLL", direction="UP"), 1)
     assert not loop.no_progress(Action("COMPLETE"), 5)
     assert not loop.no_progress(Action("WAIT"), 5)
+
+
+# --- item 5: ambiguity goes to the user, and a free-text reply is read -------------------
+
+def test_order_a_coffee_asks_the_user_which_drink_and_reads_their_free_text_reply(
+        api, phones, inline_steps):
+    _, task = api("post", "/api/tasks", user="user", body={
+        "instruction": "Order a coffee", "device": "sim-1", "threshold": 4})
+    inline_steps.drain(limit=10)
+    _, shown = api("get", f"/api/tasks/{task['id']}", user="user")
+    assert shown["status"] == "waiting_user"  # the user is asked, not an operator
+    question = shown["tickets"][-1]
+    assert question["kind"] == "clarification" and "Latte" in question["options"]
+    assert api("post", f"/api/tasks/{task['id']}/messages", user="user",
+               body={"text": "A latte please, medium"})[0] == 201
+    inline_steps.drain(limit=10)
+    _, shown = api("get", f"/api/tasks/{task['id']}", user="user")
+    assert any((s["action"] or {}).get("element") == "Latte" for s in shown["steps"])
+    asked = [t["question"] for t in shown["tickets"] if t["kind"] == "clarification"]
+    assert not any("size" in q.lower() for q in asked), asked  # "medium" was said already
+    assert not any(t["kind"] == "intervention" for t in shown["tickets"])
+
+
+def test_a_chat_reply_to_an_operators_question_settles_the_agents_guess(
+        api, phones, inline_steps, scripted):
+    """The agent guessed Americano on the drinks list; an operator asked in the chat; the
+    user's answer there answers the ticket, and the agent reads it at its next step."""
+    seen = []
+
+    def open_coffee(ctx):
+        return Proposal(Action("OPENAPP", app="Coffee"), confidence=5.0)
+
+    def guess(ctx):
+        return Proposal(Action("CLICK", x=540, y=800), confidence=1.0)
+
+    def look_again(ctx):
+        seen.append(list(ctx.answers))
+        return Proposal(Action("WAIT"), confidence=1.0)
+
+    scripted([open_coffee, guess, look_again])
+    _, task = api("post", "/api/tasks", user="user", body={
+        "instruction": "Get me something to drink", "device": "sim-1", "backend": "scripted",
+        "threshold": 4})
+    inline_steps.drain(limit=5)
+    _, shown = api("get", f"/api/tasks/{task['id']}", user="user")
+    ticket = shown["tickets"][-1]
+    assert ticket["reason"] == "low_confidence" and ticket["status"] == "open"
+    assert api("post", f"/api/tasks/{task['id']}/messages", user="operator",
+               body={"text": "Which drink would you like?"})[0] == 201
+    status, message = api("post", f"/api/tasks/{task['id']}/messages", user="user",
+                          body={"text": "A latte please, medium"})
+    assert status == 201
+    inline_steps.drain(limit=5)
+    _, shown = api("get", f"/api/tasks/{task['id']}", user="user")
+    answered = next(t for t in shown["tickets"] if t["id"] == ticket["id"])
+    assert answered["decision"] == "answer" and answered["answered_by_user"]
+    assert seen == [["A latte please, medium"]]
+
+
+def test_a_reply_that_names_nothing_on_screen_leaves_the_ticket_to_operators(
+        api, phones, inline_steps, scripted):
+    scripted([lambda ctx: Proposal(Action("OPENAPP", app="Coffee"), confidence=5.0),
+              lambda ctx: Proposal(Action("CLICK", x=540, y=800), confidence=1.0)])
+    _, task = api("post", "/api/tasks", user="user", body={
+        "instruction": "Get me something to drink", "device": "sim-1", "backend": "scripted",
+        "threshold": 4})
+    inline_steps.drain(limit=5)
+    api("post", f"/api/tasks/{task['id']}/messages", user="user", body={"text": "Thanks!"})
+    _, shown = api("get", f"/api/tasks/{task['id']}", user="user")
+    assert shown["tickets"][-1]["status"] == "open"
+    assert Task.objects.get(id=task["id"]).answers == ["Thanks!"]
