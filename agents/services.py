@@ -716,7 +716,18 @@ def closing_summary(task: Task, by: Any = None) -> str:
     count = f"{done} step{'s' if done != 1 else ''}" + (
         f", {helped} of them by an operator" if helped else "")
     if task.status == TaskStatus.SUCCEEDED:
-        return f"Done in {count}."
+        # What was done, in the steps' own words, and what the agent saw at the end
+        # ("'Wi-Fi' is already on"): "Done in 3 steps" alone told the user nothing.
+        rows = list(steps.order_by("index").values_list("summary", "executed_action", "thought"))
+        acts = [summary or str(action.get("type")) for summary, action, _ in rows
+                if action.get("type") not in TERMINAL_TYPES]
+        text = f"Done in {count}"
+        if acts:
+            text += ": " + "; ".join(acts[:6]) + ("; …" if len(acts) > 6 else "")
+        text += "."
+        if rows and rows[-1][1].get("type") in TERMINAL_TYPES and rows[-1][2]:
+            text += f" {rows[-1][2]}"
+        return text
     if task.status == TaskStatus.ABORTED:
         prefix = f"aborted by {by}: " if by is not None else ""
         why = f" Reason: {task.error[len(prefix):]}" if prefix and \

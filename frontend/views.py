@@ -173,12 +173,14 @@ def _candidates(step: Any) -> list[dict[str, Any]]:
 
     keys = set(step.candidates or [])
     nodes = nodes_from_json(step.ui_nodes or [])
-    chosen = [n for n in nodes if n.key in keys] or [
-        n for n in nodes if (n.clickable or n.checkable) and n.label]
+    # The agent's own candidates first, then every other element a person could tap: the
+    # right one is often not among the agent's (issue 26, item 8).
+    chosen = [n for n in nodes if n.key in keys] + [
+        n for n in nodes if n.key not in keys and (n.clickable or n.checkable) and n.label]
     return [{"key": n.key, "label": n.label, "cls": n.short_class, "x": n.center[0],
              "y": n.center[1], "left": n.bounds[0], "top": n.bounds[1],
              "width": n.bounds[2] - n.bounds[0], "height": n.bounds[3] - n.bounds[1]}
-            for n in chosen[:30]]
+            for n in chosen[:60]]
 
 
 @require_POST

@@ -637,7 +637,7 @@ class HeuristicBackend:
             form = self._pick_named_option(view, ctx) or self._submit_form(view, ctx)
             if form is not None:
                 return done(form, "fill in and submit the form")
-            return done(self._complete(intents, status, view), "check that the goal is reached")
+            return done(self._complete(intents, status, view, ctx), "check that the goal is reached")
 
         intent = intents[current_index]
         choice = self._act(intent, view, ctx, goal)
@@ -1149,12 +1149,23 @@ class HeuristicBackend:
             return True
         return intent.app.package in visits.left_by_person and view.package != intent.app.package
 
-    def _complete(self, intents: list[Intent], status: list[str], view: ScreenView) -> _Choice:
+    def _complete(self, intents: list[Intent], status: list[str], view: ScreenView,
+                  ctx: StepContext | None = None) -> _Choice:
         visible = all(s == "done" for s in status[-1:])
         confidence = 5.0 if visible else 3.0  # history or a loose confirmation only
-        choice = _Choice(Action(COMPLETE), confidence,
-                         "Every sub-goal's effect is visible on the screen; the task is done."
-                         if visible else "The history suggests every sub-goal is done.")
+        thought = "Every sub-goal's effect is visible on the screen; the task is done." \
+            if visible else "The history suggests every sub-goal is done."
+        # A switch the goal names that was never tapped was already as wanted: say so, the
+        # user reads this line as the task's result.
+        squash = lambda text: re.sub(r"[^a-z0-9]", "", text.lower())  # "Wi-Fi" ~ "wifi"
+        tapped = [squash(label) for label in _history_labels(ctx.history)] if ctx else []
+        untouched = [i for i, s in zip(intents, status) if i.kind == "toggle" and s == "done"
+                     and i.desired is not None and squash(i.target) and not any(
+                         squash(i.target) in t or (t and t in squash(i.target)) for t in tapped)]
+        if untouched:
+            thought = " ".join(f"'{i.target}' was already {'on' if i.desired else 'off'}."
+                               for i in untouched) + " " + thought
+        choice = _Choice(Action(COMPLETE), confidence, thought)
         # Evidence before COMPLETE: the last sub-goal shows on screen, and how many of
         # all of them do (the earlier ones may only be known from the history).
         choice.evidence.update(last_goal_visible=visible,

@@ -208,3 +208,45 @@ def test_a_reply_that_names_nothing_on_screen_leaves_the_ticket_to_operators(
     _, shown = api("get", f"/api/tasks/{task['id']}", user="user")
     assert shown["tickets"][-1]["status"] == "open"
     assert Task.objects.get(id=task["id"]).answers == ["Thanks!"]
+
+
+# --- item 8: the smaller defects -------------------------------------------------------
+
+def test_a_finished_tasks_result_says_what_was_done_and_what_the_agent_saw(
+        api, phones, inline_steps):
+    def run(text):
+        _, task = api("post", "/api/tasks", user="user", body={
+            "instruction": text, "device": "sim-1", "threshold": 0})
+        inline_steps.drain(limit=40)
+        _, shown = api("get", f"/api/tasks/{task['id']}", user="user")
+        assert shown["status"] == "succeeded", shown["status"]
+        return shown["messages"][-1]["text"]
+
+    first = run("Turn on Wi-Fi")
+    assert first.startswith("Done in ") and "OPENAPP Settings" in first, first
+    again = run("Turn on Wi-Fi")
+    assert "already on" in again.lower(), again
+
+
+def test_create_token_is_in_the_audit_trail(demo):
+    from django.core.management import call_command
+    from io import StringIO
+
+    out = StringIO()
+    call_command("create_token", "operator", stdout=out)
+    entry = AuditEntry.objects.get(action="token.issue")
+    assert entry.target == "user operator" and entry.actor_name == "manage.py create_token"
+    assert entry.changes["token"][1] == out.getvalue().strip()[:8] + "…"
+
+
+def test_a_logged_in_person_is_not_offered_log_in_on_the_404_page_nor_users_an_api_link(
+        client, demo):
+    client.force_login(demo["user"])
+    page = client.get("/no-such-page/")
+    assert page.status_code == 404
+    assert b"Page not found" in page.content and b"Log in" not in page.content
+    assert b'href="/api/docs"' not in client.get("/tasks/").content
+    client.force_login(demo["operator"])
+    assert b'href="/api/docs"' in client.get("/tasks/").content
+    client.logout()
+    assert b"Log in" in client.get("/no-such-page/").content

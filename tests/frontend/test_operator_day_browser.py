@@ -99,3 +99,110 @@ def test_an_unused_take_over_goes_back_to_the_queue_and_says_why(
     expect(second).to_have_url(kairos_server.url + "/console/")
     _, shown = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
     assert shown["status"] != "taken_over"
+
+
+def _in_view(page: Any, selector: str) -> bool:
+    box = page.locator(selector).bounding_box()
+    size = page.viewport_size
+    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= size["height"] \
+        and box["x"] >= 0 and box["x"] + box["width"] <= size["width"]
+
+
+def test_a_ticket_page_shows_numbers_plainly_all_elements_and_asks_before_aborting(
+        login, kairos_server, operator_token, task_factory):
+    """Item 8: confidence to one decimal on 1–5, the threshold one way, steps from 1, Edit
+    offers every element, Abort asks in the page."""
+    task = task_factory(device="sim-1")
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    row = queue_row(page, task)
+    expect(row.locator("td").nth(3)).to_have_text(re.compile(r"^\d\.\d$"))
+    row.locator("a").click()
+    expect(page.locator("#confidence")).to_have_text(re.compile(r"^\d\.\d$"))
+    expect(page.locator(".proposal")).to_contain_text("(threshold 5)")
+    expect(page.locator("#shot-title")).to_have_text("Screen at step 1")
+    first_ticket = page.locator("#ticket").get_attribute("data-ticket-id")
+    page.keyboard.press("a")  # opens Settings; the next ticket is on a screen full of rows
+    expect(page).to_have_url(kairos_server.url + "/console/")
+    queue_row(page, task, exclude=first_ticket).locator("a").click()
+    expect(page.locator("#shot-title")).to_have_text("Screen at step 2")
+    page.keyboard.press("e")
+    expect(page.locator("#editor")).to_be_visible()
+    # More than the agent's own ten candidates: every element a person could tap.
+    assert page.locator("#elements button.element").count() > 10
+    page.get_by_role("button", name="Cancel", exact=True).click()
+
+    page.get_by_role("button", name="Abort", exact=True).click()
+    dialog = page.locator("#abort-dialog")
+    expect(dialog).to_be_visible()
+    page.get_by_role("button", name="Keep going").click()
+    expect(dialog).to_be_hidden()
+    _, shown = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+    assert shown["status"] == "waiting_operator"
+    page.get_by_role("button", name="Abort", exact=True).click()
+    page.locator("#abort-reason").fill("Wrong phone")
+    page.get_by_role("button", name="Abort task").click()
+    expect(page).to_have_url(kairos_server.url + "/console/")
+    _, shown = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+    assert shown["status"] == "aborted"
+    assert "Wrong phone" in shown["messages"][-1]["text"]
+
+
+def test_in_control_the_phone_and_its_keys_fit_a_laptop_window(
+        login, kairos_server, operator_token, task_factory):
+    """Item 8: at 1366 × 900 the live phone and Back / Home / Type stay on screen during a
+    take-over, and the approve/edit key hints are gone."""
+    task = task_factory(device="sim-2")
+    page = login("operator")
+    page.set_viewport_size({"width": 1366, "height": 900})
+    page.goto(kairos_server.url + "/console/")
+    row = queue_row(page, task)
+    row.locator("a").click()
+    expect(page.locator("#key-hints")).to_be_visible()
+    page.get_by_role("button", name="Take over", exact=True).click()
+    expect(page.locator("#holder")).to_contain_text("You took over")
+    expect(page.locator("#live-img")).to_have_attribute("data-frames", re.compile(r"\d+"))
+    expect(page.locator("#key-hints")).to_be_hidden()
+    for selector in ("#live-screen", ".remote-keys button[data-key=PRESS_BACK]",
+                     ".remote-keys button[data-key=PRESS_HOME]", "#type-form button"):
+        assert _in_view(page, selector), selector
+    page.get_by_role("button", name="Hand back", exact=True).click()
+    expect(page).to_have_url(kairos_server.url + "/console/")
+
+
+def test_an_escalated_question_offers_the_users_quick_replies_and_clears_once_answered(
+        login, kairos_server, operator_token, task_factory):
+    """Item 8: the operator's Answer box has the user's quick replies; once the user
+    answers, the page no longer says 'No answer from the user yet'."""
+    user_token = kairos_server.token("user")
+    tasks = []
+    for device in ("sim-4", "sim-5"):
+        status, task = kairos_server.api("POST", "/api/tasks", user_token, {
+            "instruction": f"Order a coffee [{uuid.uuid4().hex[:6]}]", "device": device,
+            "threshold": 4})
+        assert status == 201, task
+        tasks.append(task)
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    # Escalated to operators after KAIROS_CLARIFICATION_TIMEOUT without an answer.
+    first = queue_row(page, tasks[0])
+    first.locator("a").click()
+    expect(page.locator("#escalated")).to_be_visible()
+    replies = page.locator("#answer-options button.quick-reply")
+    expect(replies.first).to_be_visible()
+    assert "Latte" in replies.all_inner_texts()
+    status, _ = kairos_server.api("POST", f"/api/tasks/{tasks[0]['id']}/messages", user_token,
+                                  {"text": "Latte"})
+    assert status == 201
+    expect(page.locator("#holder")).to_contain_text("Answered by the user")
+    expect(page.locator("#escalated")).to_be_hidden()
+
+    page.goto(kairos_server.url + "/console/")
+    queue_row(page, tasks[1]).locator("a").click()
+    page.locator("#answer-options button.quick-reply", has_text="Mocha").click()
+    expect(page).to_have_url(kairos_server.url + "/console/")
+    _, shown = kairos_server.api("GET", f"/api/tasks/{tasks[1]['id']}", operator_token)
+    asked = next(t for t in shown["tickets"] if t["kind"] == "clarification")
+    assert asked["decision"] == "answer" and asked["answer"] == "Mocha"
+    for task in tasks:
+        kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)

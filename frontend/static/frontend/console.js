@@ -144,7 +144,8 @@
       const actions = el("td", {class: "row-actions"});
       if (!held) actions.append(el("button", {type: "button", class: "claim", onclick: () => claim(t.id)}, "Claim"));
       if (mine) actions.append(el("button", {type: "button", class: "release", onclick: () => release(t.id)}, "Release"));
-      const conf = t.confidence === null || t.confidence === undefined ? "–" : t.confidence;
+      // On the 1–5 scale, to one decimal, as the ticket page shows it.
+      const conf = t.confidence === null || t.confidence === undefined ? "–" : Number(t.confidence).toFixed(1);
       const reason = t.kind === "clarification"
         ? "Unanswered question: " + (t.question || "") : (REASONS[t.reason] || t.reason);
       return el("tr", {"data-ticket-id": t.id, "data-status": t.status, class: held ? (mine ? "mine" : "held") : ""},
@@ -365,6 +366,9 @@
         answerForm.querySelector("button").disabled = state.busy || !(isOpen() && mayAct());
         answerForm.hidden = !isOpen();
       }
+      if ($("escalated")) $("escalated").hidden = !isOpen();  // answered: not waiting any more
+      if ($("answer-options")) $("answer-options").hidden = !isOpen();
+      document.querySelectorAll("button.quick-reply").forEach((b) => { b.disabled = state.busy || !(isOpen() && mayAct()); });
       if ($("approve")) $("approve").hidden = !isOpen();
       if ($("edit")) $("edit").hidden = !isOpen();
       $("takeover").hidden = !isOpen();
@@ -372,6 +376,8 @@
       $("abort").hidden = !(isOpen() || state.takeover);
       $("abort").disabled = state.busy || !((isOpen() && mayAct()) || state.takeover);
       $("live").hidden = !state.takeover;
+      // In control, A / E / T mean nothing: the keys go to the phone.
+      $("key-hints").hidden = state.takeover || !isOpen();
       // In control, the live phone takes the place of the step's (now stale) screenshot.
       if ($("shot")) $("shot").hidden = state.takeover;
       $("shot-title").textContent = state.takeover ? "Live screen — you control the phone" : shotTitle;
@@ -441,6 +447,8 @@
           state.takeover = true; state.taskStatus = "taken_over";
           flash("You control the phone. Hand back when done.");
           startRemote();
+          refresh();
+          $("live").scrollIntoView({block: "start"});  // the phone and its keys in view
         } else {
           flash(decision === "abort" ? "Task aborted." : "Done — the agent goes on.");
           location.href = "/console/";
@@ -579,7 +587,7 @@
       const list = $("timeline");
       const empty = list.querySelector("li.muted");
       if (empty) empty.remove();
-      list.append(el("li", {"data-step": msg.step}, el("span", {}, `#${msg.step} `, el("b", {}, describe(msg.action)), el("span", {class: "muted"}, " by operator"))));
+      list.append(el("li", {"data-step": msg.step}, el("span", {}, `#${msg.step + 1} `, el("b", {}, describe(msg.action)), el("span", {class: "muted"}, " by operator"))));
     }
     async function handBack() {
       state.busy = true; refresh();
@@ -591,11 +599,20 @@
       } catch (e) { flash(e.message, true); }
       finally { state.busy = false; refresh(); }
     }
-    async function abort() {
-      // Asks first; what the operator writes is the reason the user reads in their chat.
-      const why = window.prompt("Abort this task? The agent stops for good and the user is " +
-                                "told that you stopped it. Why (optional, shown to the user):", "");
-      if (why === null) return;
+    // Asks first, in the page (the browser's own prompt blocks every tab and cannot be
+    // styled); what the operator writes is the reason the user reads in their chat.
+    function abort() {
+      $("abort-reason").value = "";
+      $("abort-dialog").showModal();
+      $("abort-reason").focus();
+    }
+    $("abort-cancel").addEventListener("click", () => $("abort-dialog").close());
+    $("abort-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      $("abort-dialog").close();
+      abortNow($("abort-reason").value);
+    });
+    async function abortNow(why) {
       if (isOpen()) return resolve("abort", why.trim() ? {answer: why.trim()} : {});
       state.busy = true; refresh();
       try { const task = await api("POST", `/tasks/${taskId}/abort`); state.takeover = false; state.taskStatus = task.status; flash("Task aborted."); }
@@ -613,6 +630,9 @@
       setEditing(!state.editing);
     });
     if ($("answer-form")) $("answer-form").addEventListener("submit", (e) => { e.preventDefault(); resolve("answer", {answer: $("answer").value}); });
+    // The same quick replies the user sees in their chat.
+    document.querySelectorAll("button.quick-reply").forEach((b) =>
+      b.addEventListener("click", () => resolve("answer", {answer: b.dataset.answer})));
     $("takeover").addEventListener("click", () => resolve("takeover"));
     $("handback").addEventListener("click", handBack);
     $("abort").addEventListener("click", abort);
@@ -669,7 +689,7 @@
     });
 
     refresh();
-    if (state.takeover) startRemote();
+    if (state.takeover) { startRemote(); $("live").scrollIntoView({block: "start"}); }
   }
 
   window.Kairos = {initConsole, initTicket, api, drawAction};

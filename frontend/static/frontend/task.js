@@ -181,7 +181,7 @@
         link.rel = "noopener";
         var img = node("img", "thumb");
         img.src = s.screenshot_url;
-        img.alt = "step " + s.index;
+        img.alt = "step " + (s.index + 1);  // numbered from 1, as in the log
         link.appendChild(img);
         li.appendChild(link);
       }
