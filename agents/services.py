@@ -929,9 +929,14 @@ def resolve_ticket(ticket: Ticket, user: Any, decision: Any, action: Any = None,
                 raise Conflict(f"{ticket.assignee} holds this ticket")
             raise Conflict(f"this ticket is no longer open (it is {ticket.status})")
         task = Task.objects.select_related("device").get(id=ticket.task_id)
-        if ticket.reason != TicketReason.TAKEOVER_LAPSED:  # no agent action to label
-            _record_training(ticket, task, user)
+        goal = task.goal  # as the agent had it, before this resolution's answer
         _apply_resolution(ticket, task, resolution, user)
+        if ticket.reason != TicketReason.TAKEOVER_LAPSED:  # no agent action to label
+            # After the commit, and after the step it schedules is handed to a worker
+            # (on_commit runs in order): the training copy of the screen and history is
+            # not on the path from approve to action (bench tickets, issue 26).
+            step = ticket.step
+            transaction.on_commit(lambda: _record_training(ticket, task, user, step, goal))
         events.ticket_resolved(ticket)
         task.refresh_from_db()
         events.task_updated(task)
@@ -988,19 +993,26 @@ def _resume(task: Task, from_statuses: tuple, next_index: int) -> None:
         schedule_step(task.id, next_index)
 
 
-def _record_training(ticket: Ticket, task: Task, user: Any) -> None:
+def _record_training(ticket: Ticket, task: Task, user: Any, step: Step | None,
+                     goal: str) -> None:
     from agents.training.labels import score_label
 
-    step = ticket.step
+    # The history before the ticket's step: by now a worker may have run it and more.
+    rows = task.steps.filter(status=StepStatus.DONE).exclude(executed_action=None)
+    if step is not None:
+        rows = rows.filter(index__lt=step.index)
+    history = [summary or str(action) for summary, action in
+               rows.order_by("index").values_list("summary", "executed_action")]
+
     label = score_label(ticket.decision)  # OS-Kairos Eq. 3, see agents/training/labels.py
     seconds = (ticket.resolved_at - ticket.created_at).total_seconds() if ticket.resolved_at \
         else None
     TrainingRecord.objects.create(
         ticket=ticket, task=task, step_index=step.index if step else None,
-        instruction=task.instruction, goal=task.goal,
+        instruction=task.instruction, goal=goal,
         screenshot=step.screenshot.name if step and step.screenshot else "",
         ui_nodes=step.ui_nodes if step else [],
-        history=[e.summary or str(e.action) for e in _history(task)],
+        history=history,
         plan=step.plan if step else [], agent_action=step.proposed_action if step else None,
         agent_confidence=step.confidence if step else None, human_action=ticket.human_action,
         decision=ticket.decision, reason=ticket.reason, question=ticket.question,
