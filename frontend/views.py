@@ -135,7 +135,10 @@ def console(request: HttpRequest) -> HttpResponse:
         active.setdefault(task.device_id, task)  # the oldest active task drives the phone
     for device in devices:
         device.active_task = active.get(device.id)
-    return render(request, "frontend/console.html", {"tickets": tickets, "devices": devices})
+    # The queue's priority, as console.js keeps it: sensitive actions first, then oldest.
+    tickets = sorted(tickets, key=lambda t: (t.reason != "sensitive_action", t.created_at))
+    return render(request, "frontend/console.html", {
+        "tickets": tickets, "devices": devices, "sla": int(settings.KAIROS_TICKET_SLA)})
 
 
 @operator_required
@@ -155,6 +158,7 @@ def ticket_detail(request: HttpRequest, ticket_id: Any) -> HttpResponse:
         "is_admin": services.is_admin(request.user),
         "operators": _operators() if services.is_admin(request.user) else [],
         "claim_timeout": int(settings.KAIROS_CLAIM_TIMEOUT),
+        "sla": int(settings.KAIROS_TICKET_SLA),
     })
 
 

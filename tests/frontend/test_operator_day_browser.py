@@ -23,7 +23,7 @@ TIMEOUT = 30_000
 @pytest.fixture(scope="module")
 def kairos_server(tmp_path_factory) -> Iterator[Any]:
     with running_server(tmp_path_factory.mktemp("kairos-i26"), KAIROS_TAKEOVER_TIMEOUT="5",
-                        KAIROS_SWEEP_INTERVAL="1") as server:
+                        KAIROS_SWEEP_INTERVAL="1", KAIROS_TICKET_SLA="3") as server:
         yield server
 
 
@@ -206,3 +206,48 @@ def test_an_escalated_question_offers_the_users_quick_replies_and_clears_once_an
     assert asked["decision"] == "answer" and asked["answer"] == "Mocha"
     for task in tasks:
         kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
+
+
+def test_the_queue_puts_sensitive_and_old_first_warns_when_late_notifies_and_moves_on(
+        login, kairos_server, operator_token, task_factory):
+    """The queue features of issue 26: desktop notifications (opt-in), priority, an SLA
+    warning, J/K/Enter through the queue, and on to the next ticket after resolving."""
+    page = login("operator")
+    page.context.grant_permissions(["notifications"], origin=kairos_server.url)
+    page.goto(kairos_server.url + "/console/")
+    expect(page.locator("#queue-live")).to_have_class(re.compile(r"\bon\b"))
+    page.locator("#notify-toggle").check()
+    expect(page.locator("#notify-toggle")).to_be_checked()
+    page.locator("#next-toggle").check()
+
+    older = task_factory(device="sim-1")
+    older_row = queue_row(page, older)
+    newer = task_factory(device="sim-2")
+    newer_row = queue_row(page, newer)
+    expect(page.locator("#notify-toggle")).to_have_attribute("data-shown", "2")
+    # Oldest first…
+    rows = page.locator("#queue tbody tr[data-ticket-id]")
+    expect(rows.first).to_have_attribute("data-ticket-id", older_row.get_attribute("data-ticket-id"))
+    # …but a sensitive action before anything else.
+    newer_id = newer_row.get_attribute("data-ticket-id")
+    older_id = older_row.get_attribute("data-ticket-id")
+    kairos_server.manage("shell", "-c", (
+        "from agents.models import Ticket\n"
+        f"Ticket.objects.filter(id='{newer_id}').update(reason='sensitive_action')\n"))
+    page.reload()
+    expect(rows.first).to_have_attribute("data-ticket-id", newer_id)
+    expect(rows.first).to_have_class(re.compile(r"\bsensitive\b"))
+    # Waiting longer than KAIROS_TICKET_SLA (3 s here): marked late.
+    expect(page.locator(f'#queue tr[data-ticket-id="{older_id}"]')).to_have_class(
+        re.compile(r"\blate\b"))
+    expect(page.locator(f'#queue tr[data-ticket-id="{older_id}"] td.age')).to_contain_text("late")
+
+    page.keyboard.press("j")
+    expect(rows.first).to_have_class(re.compile(r"\bcurrent\b"))
+    page.keyboard.press("Enter")
+    expect(page).to_have_url(re.compile(rf"/console/tickets/{newer_id}/$"))
+    page.get_by_role("button", name="Approve", exact=True).click()
+    # Resolved: on to the next ticket of the queue, not back to the list.
+    expect(page).to_have_url(re.compile(rf"/console/tickets/{older_id}/$"))
+    page.keyboard.press("n")
+    expect(page).not_to_have_url(re.compile(rf"/console/tickets/{older_id}/$"))

@@ -128,6 +128,25 @@
     return t;
   }
 
+  // --- the queue's order, shared by the queue and "next ticket" -------------------------
+
+  // Sensitive actions first (a person must approve them before anything happens), then
+  // the oldest: what operators of such queues expect (issue 26).
+  function byPriority(a, b) {
+    const s = (t) => (t.reason === "sensitive_action" ? 0 : 1);
+    return s(a) - s(b) || Date.parse(a.created_at) - Date.parse(b.created_at);
+  }
+  const waitsForOperators = (t) => (t.status === "open" || t.status === "claimed") &&
+    !(t.kind === "clarification" && !t.escalated);
+
+  // The next ticket this operator may take, after ``exclude``: none held by someone else.
+  async function nextTicket(me, exclude) {
+    const list = (await api("GET", "/tickets?status=open"))
+      .filter((t) => waitsForOperators(t) && t.id !== exclude && (!t.assignee || t.assignee === me))
+      .sort(byPriority);
+    return list.length ? list[0] : null;
+  }
+
   // --- the queue (/console/) -----------------------------------------------------------
 
   function initConsole() {
@@ -148,21 +167,27 @@
       const conf = t.confidence === null || t.confidence === undefined ? "–" : Number(t.confidence).toFixed(1);
       const reason = t.kind === "clarification"
         ? "Unanswered question: " + (t.question || "") : (REASONS[t.reason] || t.reason);
-      return el("tr", {"data-ticket-id": t.id, "data-status": t.status, class: held ? (mine ? "mine" : "held") : ""},
+      const classes = [held ? (mine ? "mine" : "held") : "", t.reason === "sensitive_action" ? "sensitive" : "",
+                       late(t.created_at) ? "late" : ""].filter(Boolean).join(" ");
+      return el("tr", {"data-ticket-id": t.id, "data-status": t.status, class: classes},
         el("td", {}, el("a", {href: `/console/tickets/${t.id}/`}, reason)),
         el("td", {class: "instr", title: t.instruction}, t.instruction.length > 60 ? t.instruction.slice(0, 59) + "…" : t.instruction),
         el("td", {}, t.device),
         el("td", {class: "conf"}, conf),
         el("td", {class: "holder"}, held ? (mine ? "you" : held) : "–"),
-        el("td", {class: "age", "data-created": t.created_at}, age(t.created_at)),
+        el("td", {class: "age", "data-created": t.created_at, title: `waiting ${age(t.created_at)}`}, ageText(t.created_at)),
         actions);
     }
+    // The SLA warning: a ticket waiting longer than KAIROS_TICKET_SLA is marked late.
+    const sla = Number(root.dataset.sla || 120) * 1000;
+    function late(iso) { return !!iso && Date.now() - Date.parse(iso) > sla; }
+    function ageText(iso) { return age(iso) + (late(iso) ? " · late" : ""); }
 
     // The tab says how many tickets wait, so a console in a background tab is noticed.
     const baseTitle = document.title;
     function render() {
-      body.replaceChildren(...[...tickets.values()]
-        .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at)).map(row));
+      body.replaceChildren(...[...tickets.values()].sort(byPriority).map(row));
+      markCurrent();
       empty.hidden = tickets.size > 0;
       const waiting = [...tickets.values()].filter((t) => !t.assignee).length;
       document.title = (waiting ? `(${waiting}) ` : "") + baseTitle;
@@ -185,6 +210,54 @@
         osc.start(); osc.stop(audio.currentTime + 0.4);
       } catch (_) { /* no audio device: the title count still tells */ }
     }
+
+    // Opt-in desktop notifications (the Notification API) for a new ticket, for a console
+    // in a background tab or behind other windows; the choice is kept in this browser.
+    const notify = document.getElementById("notify-toggle");
+    notify.checked = localStorage.getItem("kairos.notify") === "1" &&
+      "Notification" in window && Notification.permission === "granted";
+    notify.addEventListener("change", async () => {
+      if (notify.checked) {
+        const permission = "Notification" in window ? await Notification.requestPermission() : "denied";
+        if (permission !== "granted") {
+          notify.checked = false;
+          flash("This browser does not allow notifications for Kairos (see its site settings).", true);
+        }
+      }
+      localStorage.setItem("kairos.notify", notify.checked ? "1" : "0");
+    });
+    function notifyOf(t) {
+      if (!notify.checked || !("Notification" in window) || Notification.permission !== "granted") return;
+      const reason = t.kind === "clarification" ? "Unanswered question" : (REASONS[t.reason] || t.reason);
+      const n = new Notification(`Kairos: ${reason}`, {body: `${t.device}: ${t.instruction}`, tag: t.id});
+      n.onclick = () => { window.focus(); location.href = `/console/tickets/${t.id}/`; };
+      notify.dataset.shown = String(Number(notify.dataset.shown || 0) + 1);
+    }
+    const next = document.getElementById("next-toggle");
+    next.checked = localStorage.getItem("kairos.next") === "1";
+    next.addEventListener("change", () => localStorage.setItem("kairos.next", next.checked ? "1" : "0"));
+
+    // J / K move through the queue, Enter opens the ticket.
+    let current = -1;
+    function markCurrent() {
+      const rows = [...body.querySelectorAll("tr[data-ticket-id]")];
+      rows.forEach((r, i) => r.classList.toggle("current", i === current));
+    }
+    document.addEventListener("keydown", (e) => {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      if (["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName)) return;
+      const rows = [...body.querySelectorAll("tr[data-ticket-id]")];
+      if (!rows.length) return;
+      const key = e.key.toLowerCase();
+      if (key === "j" || key === "k") {
+        current = Math.max(0, Math.min(rows.length - 1, current + (key === "j" ? 1 : -1)));
+        markCurrent();
+        rows[current].scrollIntoView({block: "nearest"});
+      } else if (e.key === "Enter" && current >= 0 && rows[current]) {
+        e.preventDefault();
+        location.href = `/console/tickets/${rows[current].dataset.ticketId}/`;
+      }
+    });
 
     function put(t) {
       if (gone.has(t.id)) return;
@@ -225,7 +298,7 @@
         if (msg.type === "ticket.opened" || msg.type === "ticket.claimed" || msg.type === "ticket.resolved") {
           if (msg.type === "ticket.opened") {
             gone.delete(msg.ticket.id);
-            if (!tickets.has(msg.ticket.id)) chime();
+            if (!tickets.has(msg.ticket.id)) { chime(); notifyOf(msg.ticket); }
           }
           if (touched) touched.add(msg.ticket.id);
           put(msg.ticket);
@@ -234,7 +307,10 @@
       },
       close() { document.getElementById("queue-live").classList.remove("on"); },
     });
-    setInterval(() => document.querySelectorAll("#queue td.age").forEach((td) => { td.textContent = age(td.dataset.created); }), 1000);
+    setInterval(() => document.querySelectorAll("#queue td.age").forEach((td) => {
+      td.textContent = ageText(td.dataset.created);
+      td.closest("tr").classList.toggle("late", late(td.dataset.created));
+    }), 1000);
 
     // Each phone tile says which task runs on it, kept live from task.updated.
     const ACTIVE = ["queued", "running", "waiting_operator", "waiting_user", "taken_over"];
@@ -451,11 +527,21 @@
           $("live").scrollIntoView({block: "start"});  // the phone and its keys in view
         } else {
           flash(decision === "abort" ? "Task aborted." : "Done — the agent goes on.");
-          location.href = "/console/";
+          await leave(localStorage.getItem("kairos.next") === "1");
         }
       } catch (e) {
         flash(e.message, true);
       } finally { state.busy = false; refresh(); }
+    }
+
+    // Back to the queue, or on to the next ticket (after resolving when the operator
+    // asked for it on the console, and with the N key).
+    async function leave(toNext) {
+      let target = null;
+      if (toNext) {
+        try { target = await nextTicket(me, ticketId); } catch (_) { /* the queue then */ }
+      }
+      location.href = target ? `/console/tickets/${target.id}/` : "/console/";
     }
 
     // Edit: point on the screenshot, an element from the list, or the fields.
@@ -647,6 +733,7 @@
       if (key === "a") click("approve");
       else if (key === "e") click("edit");
       else if (key === "t") click("takeover");
+      else if (key === "n" && !state.takeover && !state.busy) { e.preventDefault(); leave(true); }
     });
 
     // The user's chat, live, and a way to write to them.
