@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from agents import services
-from agents.models import ACTIVE_TASK_STATUSES, Step, Task, Ticket, TicketStatus
+from agents.models import ACTIVE_TASK_STATUSES, Step, Task, TaskStatus, Ticket, TicketStatus
 from devices.actions import Action, text_problem, validate_action
 from devices.models import Device
 from frontend.api import healthz_status
@@ -135,10 +135,18 @@ def console(request: HttpRequest) -> HttpResponse:
         active.setdefault(task.device_id, task)  # the oldest active task drives the phone
     for device in devices:
         device.active_task = active.get(device.id)
+    # Who holds each phone right now (a take-over), for the console's "In control" list.
+    taken = []
+    for task in Task.objects.filter(status=TaskStatus.TAKEN_OVER).select_related("device"):
+        holder = task.tickets.filter(decision="takeover").order_by("-resolved_at").select_related(
+            "resolved_by").first()
+        taken.append({"task": task, "ticket": holder,
+                      "by": holder.resolved_by.get_username() if holder and holder.resolved_by else ""})
     # The queue's priority, as console.js keeps it: sensitive actions first, then oldest.
     tickets = sorted(tickets, key=lambda t: (t.reason != "sensitive_action", t.created_at))
     return render(request, "frontend/console.html", {
-        "tickets": tickets, "devices": devices, "sla": int(settings.KAIROS_TICKET_SLA)})
+        "tickets": tickets, "devices": devices, "sla": int(settings.KAIROS_TICKET_SLA),
+        "taken": taken, "is_admin": services.is_admin(request.user)})
 
 
 @operator_required

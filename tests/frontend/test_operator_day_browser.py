@@ -251,3 +251,28 @@ def test_the_queue_puts_sensitive_and_old_first_warns_when_late_notifies_and_mov
     expect(page).to_have_url(re.compile(rf"/console/tickets/{older_id}/$"))
     page.keyboard.press("n")
     expect(page).not_to_have_url(re.compile(rf"/console/tickets/{older_id}/$"))
+
+
+def test_the_console_shows_who_is_in_control_and_an_admin_hands_it_back(
+        login, kairos_server, operator_token, task_factory):
+    """Issue 26: a view of the taken-over tasks; item 1: an admin's hand back of another
+    operator's take-over, from that view."""
+    task = task_factory(device="sim-3")
+    admin = login("admin")
+    admin.goto(kairos_server.url + "/console/")
+    operator = login("operator")
+    operator.goto(kairos_server.url + "/console/")
+    row = queue_row(operator, task)
+    expect(admin.locator("#taken-over-empty")).to_be_visible()
+    status, _ = kairos_server.api("POST", f"/api/tickets/{row.get_attribute('data-ticket-id')}/resolve",
+                                  operator_token, {"decision": "takeover"})
+    assert status == 200
+    entry = admin.locator(f'#taken-over li[data-task-id="{task["id"]}"]')
+    expect(entry).to_contain_text("operator drives sim-3")
+    expect(operator.locator(f'#taken-over li[data-task-id="{task["id"]}"]')).to_be_visible()
+    expect(operator.locator("#taken-over button.hand-back")).to_have_count(0)  # admins only
+    entry.get_by_role("button", name="Hand back").click()
+    expect(entry).to_have_count(0)
+    expect(operator.locator(f'#taken-over li[data-task-id="{task["id"]}"]')).to_have_count(0)
+    _, shown = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
+    assert shown["status"] != "taken_over"

@@ -294,7 +294,8 @@
         document.getElementById("queue-live").classList.add("on");
       },
       json(msg) {
-        if (msg.type === "task.updated") showTaskOnTile(msg.task);
+        if (msg.type === "task.updated") { showTaskOnTile(msg.task); dropTakenOver(msg.task); }
+        if (msg.type === "ticket.resolved" && msg.ticket.decision === "takeover") addTakenOver(msg.ticket);
         if (msg.type === "ticket.opened" || msg.type === "ticket.claimed" || msg.type === "ticket.resolved") {
           if (msg.type === "ticket.opened") {
             gone.delete(msg.ticket.id);
@@ -311,6 +312,35 @@
       td.textContent = ageText(td.dataset.created);
       td.closest("tr").classList.toggle("late", late(td.dataset.created));
     }), 1000);
+
+    // "In control now": the take-overs in progress and who holds them, live; an admin
+    // may hand back anyone's (audited), e.g. an operator who left without handing back.
+    const takenList = document.getElementById("taken-over");
+    const isAdmin = root.dataset.admin === "1";
+    function showTakenOver() {
+      document.getElementById("taken-over-empty").hidden = takenList.children.length > 0;
+    }
+    function addTakenOver(ticket) {
+      if (takenList.querySelector(`li[data-task-id="${ticket.task}"]`)) return;
+      const item = el("li", {"data-task-id": ticket.task},
+        el("b", {class: "who"}, ticket.resolved_by || "an operator"), " drives ", el("b", {}, ticket.device), ": ",
+        el("span", {class: "instr"}, ticket.instruction.length > 50 ? ticket.instruction.slice(0, 49) + "…" : ticket.instruction),
+        " · ", el("a", {href: `/console/tickets/${ticket.id}/`}, "ticket"));
+      if (isAdmin) item.append(" ", el("button", {type: "button", class: "hand-back", "data-task-id": ticket.task}, "Hand back"));
+      takenList.append(item);
+      showTakenOver();
+    }
+    function dropTakenOver(task) {
+      const item = takenList.querySelector(`li[data-task-id="${task.id}"]`);
+      if (item && task.status !== "taken_over") { item.remove(); showTakenOver(); }
+    }
+    takenList.addEventListener("click", async (e) => {
+      const button = e.target.closest("button.hand-back");
+      if (!button) return;
+      button.disabled = true;
+      try { dropTakenOver(await api("POST", `/tasks/${button.dataset.taskId}/hand_back`)); }
+      catch (err) { button.disabled = false; alert(err.message); }
+    });
 
     // Each phone tile says which task runs on it, kept live from task.updated.
     const ACTIVE = ["queued", "running", "waiting_operator", "waiting_user", "taken_over"];
