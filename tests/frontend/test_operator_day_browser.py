@@ -12,7 +12,7 @@ from typing import Any, Iterator
 import pytest
 from playwright.sync_api import expect
 
-from tests.frontend.conftest import running_server
+from tests.frontend.conftest import running_server, save_screenshot
 from tests.frontend.test_console_browser import add_operator, queue_row
 
 pytestmark = pytest.mark.browser
@@ -120,12 +120,14 @@ def test_a_ticket_page_shows_numbers_plainly_all_elements_and_asks_before_aborti
     row.locator("a").click()
     expect(page.locator("#confidence")).to_have_text(re.compile(r"^\d\.\d$"))
     expect(page.locator(".proposal")).to_contain_text("(threshold 5)")
+    expect(page.locator("#task-status")).to_have_text("waiting operator")  # the script runs
     expect(page.locator("#shot-title")).to_have_text("Screen at step 1")
     first_ticket = page.locator("#ticket").get_attribute("data-ticket-id")
     page.keyboard.press("a")  # opens Settings; the next ticket is on a screen full of rows
     expect(page).to_have_url(kairos_server.url + "/console/")
     queue_row(page, task, exclude=first_ticket).locator("a").click()
     expect(page.locator("#shot-title")).to_have_text("Screen at step 2")
+    expect(page.locator("#task-status")).to_have_text("waiting operator")  # the script runs
     page.keyboard.press("e")
     expect(page.locator("#editor")).to_be_visible()
     # More than the agent's own ten candidates: every element a person could tap.
@@ -141,6 +143,7 @@ def test_a_ticket_page_shows_numbers_plainly_all_elements_and_asks_before_aborti
     assert shown["status"] == "waiting_operator"
     page.get_by_role("button", name="Abort", exact=True).click()
     page.locator("#abort-reason").fill("Wrong phone")
+    save_screenshot(page, "console-abort-dialog")
     page.get_by_role("button", name="Abort task").click()
     expect(page).to_have_url(kairos_server.url + "/console/")
     _, shown = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
@@ -163,6 +166,7 @@ def test_in_control_the_phone_and_its_keys_fit_a_laptop_window(
     expect(page.locator("#holder")).to_contain_text("You took over")
     expect(page.locator("#live-img")).to_have_attribute("data-frames", re.compile(r"\d+"))
     expect(page.locator("#key-hints")).to_be_hidden()
+    page.screenshot(path=str(save_screenshot(page, "console-takeover-laptop")))  # the window only
     for selector in ("#live-screen", ".remote-keys button[data-key=PRESS_BACK]",
                      ".remote-keys button[data-key=PRESS_HOME]", "#type-form button"):
         assert _in_view(page, selector), selector
@@ -191,6 +195,7 @@ def test_an_escalated_question_offers_the_users_quick_replies_and_clears_once_an
     replies = page.locator("#answer-options button.quick-reply")
     expect(replies.first).to_be_visible()
     assert "Latte" in replies.all_inner_texts()
+    save_screenshot(page, "console-quick-replies")
     status, _ = kairos_server.api("POST", f"/api/tasks/{tasks[0]['id']}/messages", user_token,
                                   {"text": "Latte"})
     assert status == 201
@@ -241,6 +246,7 @@ def test_the_queue_puts_sensitive_and_old_first_warns_when_late_notifies_and_mov
     expect(page.locator(f'#queue tr[data-ticket-id="{older_id}"]')).to_have_class(
         re.compile(r"\blate\b"))
     expect(page.locator(f'#queue tr[data-ticket-id="{older_id}"] td.age')).to_contain_text("late")
+    save_screenshot(page, "console-queue-priority")
 
     page.keyboard.press("j")
     expect(rows.first).to_have_class(re.compile(r"\bcurrent\b"))
@@ -271,6 +277,7 @@ def test_the_console_shows_who_is_in_control_and_an_admin_hands_it_back(
     expect(entry).to_contain_text("operator drives sim-3")
     expect(operator.locator(f'#taken-over li[data-task-id="{task["id"]}"]')).to_be_visible()
     expect(operator.locator("#taken-over button.hand-back")).to_have_count(0)  # admins only
+    save_screenshot(admin, "console-in-control")
     entry.get_by_role("button", name="Hand back").click()
     expect(entry).to_have_count(0)
     expect(operator.locator(f'#taken-over li[data-task-id="{task["id"]}"]')).to_have_count(0)
