@@ -29,7 +29,8 @@ from agents.models import (
     TaskStatus, Ticket, TicketKind, TicketReason, TicketStatus, TrainingRecord,
 )
 from devices.actions import (
-    COMPLETE, IMPOSSIBLE, TERMINAL_TYPES, Action, ActionError, ActionOutcome, text_problem,
+    COMPLETE, IMPOSSIBLE, PRESS_HOME, TERMINAL_TYPES, Action, ActionError, ActionOutcome,
+    text_problem,
     validate_action,
 )
 from devices.host import DeviceError, get_device_client
@@ -110,6 +111,26 @@ def access_device(user: Any, ref: Any) -> Device:
         raise NotFound(f"unknown device '{str(ref)[:64]}'")
     if not usable_devices(user).filter(id=device.id).exists():
         raise Forbidden(f"you may not use device '{device.name}'")
+    return device
+
+
+def reset_to_home(user: Any, device: Device) -> Device:
+    """An operator sends an idle phone to its home screen, so the next task does not start
+    wherever the last one left it (issue 26). Refused while a task drives the phone."""
+    if not is_operator(user):
+        raise Forbidden("only operators reset phones")
+    check_device_online(device)
+    with transaction.atomic():
+        _lock_device(device.id)  # no task starts on it meanwhile
+        driving = Task.objects.driving(device.id).first()
+        if driving is not None:
+            raise Conflict(f"a task is using '{device.name}' ({driving.get_status_display().lower()}); "
+                           "reset it once the phone is idle")
+        try:
+            get_device_client().perform(device.name, Action(PRESS_HOME))
+        except DeviceError as exc:
+            raise DeviceUnavailable(str(exc)) from None
+    logger.info("%s reset %s to its home screen", user, device.name)
     return device
 
 

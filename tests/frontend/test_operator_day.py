@@ -250,3 +250,23 @@ def test_a_logged_in_person_is_not_offered_log_in_on_the_404_page_nor_users_an_a
     assert b'href="/api/docs"' in client.get("/tasks/").content
     client.logout()
     assert b"Log in" in client.get("/no-such-page/").content
+
+
+# --- queue features: an idle phone back to its home screen ----------------------------
+
+def test_an_operator_sends_an_idle_phone_home_but_not_a_busy_one(api, phones, inline_steps):
+    phone = phones.device("sim-1")
+    phone.perform(Action("OPENAPP", app="Settings"))
+    assert "launcher" not in phone.observe().app
+    status, body = api("post", "/api/devices/sim-1/home")
+    assert status == 200 and body["name"] == "sim-1"
+    assert "launcher" in phone.observe().app  # the next task starts on the home screen
+
+    assert api("post", "/api/devices/sim-1/home", user="user")[0] == 403
+    status, body = api("post", "/api/devices/no-such-phone/home")
+    assert status == 404 and body["detail"]
+    api("post", "/api/tasks", body={"instruction": "Turn on Wi-Fi", "device": "sim-2",
+                                    "threshold": 5})
+    inline_steps.drain(limit=2)
+    status, body = api("post", "/api/devices/sim-2/home")
+    assert status == 409 and "idle" in body["detail"]

@@ -283,3 +283,12 @@ def test_the_console_shows_who_is_in_control_and_an_admin_hands_it_back(
     expect(operator.locator(f'#taken-over li[data-task-id="{task["id"]}"]')).to_have_count(0)
     _, shown = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
     assert shown["status"] != "taken_over"
+
+
+def test_an_operator_resets_an_idle_phone_to_its_home_screen(login, kairos_server):
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    page.locator('.device-tile[data-device-name="sim-5"]').click()
+    expect(page.locator("#big-name")).to_have_text("sim-5")
+    page.get_by_role("button", name="Reset to home screen").click()
+    expect(page.locator("#reset-note")).to_have_text("sim-5 is on its home screen.")

@@ -380,6 +380,18 @@
     });
     const first = document.querySelector(".device-tile");
     if (first) select(first);
+    // An idle phone back to its home screen, so the next task does not start wherever the
+    // last one left it.
+    document.getElementById("reset-home").addEventListener("click", async () => {
+      const tile = document.querySelector(".device-tile.selected");
+      const note = document.getElementById("reset-note");
+      if (!tile) return;
+      try {
+        await api("POST", `/devices/${tile.dataset.deviceId}/home`);
+        note.textContent = `${tile.dataset.deviceName} is on its home screen.`;
+        note.classList.remove("error");
+      } catch (e) { note.textContent = e.message; note.classList.add("error"); }
+    });
   }
 
   // --- the ticket view (/console/tickets/<id>/) ----------------------------------------
