@@ -1223,17 +1223,19 @@ def post_message(task: Task, user: Any, text: Any, ticket_id: Any = None) -> Mes
     with transaction.atomic():
         open_questions = task.tickets.filter(kind=TicketKind.CLARIFICATION, status__in=(
             TicketStatus.OPEN, TicketStatus.CLAIMED))
+        named = None
         if ticket_id:
             try:
-                named = task.tickets.filter(id=ticket_id, kind=TicketKind.CLARIFICATION).first()
+                named = task.tickets.filter(id=ticket_id).first()
             except Exception:  # not a UUID
                 named = None
-            if named is None:
+            # A question: the agent's, or one an operator asked from a ticket (ask_user).
+            if named is None or (named.kind != TicketKind.CLARIFICATION
+                                 and not _operator_asked(named)):
                 raise NotFound("no such question in this task")
             if not named.is_open:
                 raise Conflict("this question is already closed; write a new message instead")
-            open_questions = open_questions.filter(id=named.id)
-        ticket = open_questions.order_by("created_at").first()
+        ticket = named or open_questions.order_by("created_at").first()
         message = Message.objects.create(
             task=task, sender=Message.Sender.USER if is_owner else Message.Sender.OPERATOR,
             author=user, text=text, ticket=ticket if is_owner else None)
@@ -1258,6 +1260,45 @@ def post_message(task: Task, user: Any, text: Any, ticket_id: Any = None) -> Mes
     return message
 
 
+def _operator_asked(ticket: Ticket) -> bool:
+    """An operator asked the user a question from ``ticket`` (ask_user)."""
+    return ticket.messages.filter(sender=Message.Sender.OPERATOR).exists()
+
+
+MAX_ASK_OPTIONS = 6
+
+
+def ask_user(ticket: Ticket, user: Any, question: Any, options: Any = None) -> Message:
+    """An operator asks the task's owner a structured question from a ticket, with quick
+    replies (issue 26): the user's reply answers the ticket, and the agent goes on with it
+    as part of its goal — as when the agent asks itself."""
+    if not is_operator(user):
+        raise Forbidden("only operators ask from a ticket")
+    question = check_message_text(question)
+    if options is None:
+        options = []
+    if not isinstance(options, list) or len(options) > MAX_ASK_OPTIONS:
+        raise ServiceError(f"options must be a list of at most {MAX_ASK_OPTIONS} answers")
+    checked = []
+    for option in options:
+        if not isinstance(option, str) or not option.strip() or len(option.strip()) > 80:
+            raise ServiceError("each option must be a short non-empty text (at most 80 characters)")
+        checked.append(check_text(option.strip(), "option"))
+    ticket.refresh_from_db()
+    if not ticket.is_open:
+        raise Conflict(f"this ticket is no longer open (it is {ticket.status})")
+    if ticket.kind == TicketKind.CLARIFICATION:
+        raise Conflict("this ticket is already a question to the user; answer it, or wait")
+    if ticket.status == TicketStatus.CLAIMED and ticket.assignee_id != user.pk:
+        raise Conflict(f"{ticket.assignee} holds this ticket")
+    with transaction.atomic():
+        message = Message.objects.create(
+            task=ticket.task, sender=Message.Sender.OPERATOR, author=user, ticket=ticket,
+            text=question, options=list(dict.fromkeys(checked)))
+        events.chat_message(message)
+    return message
+
+
 # Tickets where the agent was unsure what the user wants: the user's own reply may settle
 # them. A sensitive action, a device or model error is for an operator whatever is said.
 ANSWERABLE_BY_THE_USER = (TicketReason.LOW_CONFIDENCE, TicketReason.AMBIGUOUS_INTENT,
@@ -1270,9 +1311,12 @@ def _answered_intervention(task: Task, text: str) -> Ticket | None:
     Americano on the drinks list). The agent then looks again with the reply as part of
     its goal instead of an operator guessing (issue 26, item 5)."""
     for ticket in task.tickets.filter(
-            kind=TicketKind.INTERVENTION, reason__in=ANSWERABLE_BY_THE_USER,
-            status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED),
+            kind=TicketKind.INTERVENTION, status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED),
             step__status=StepStatus.WAITING).select_related("step").order_by("created_at"):
+        if _operator_asked(ticket):
+            return ticket  # an operator asked the user from this ticket: this is the answer
+        if ticket.reason not in ANSWERABLE_BY_THE_USER:
+            continue
         labels = [n.text or n.content_desc for n in nodes_from_json(ticket.step.ui_nodes or [])
                   if n.text or n.content_desc]
         if loop.names_an_option(text, labels):

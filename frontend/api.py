@@ -24,7 +24,8 @@ from devices.actions import text_problem
 from devices.host import DeviceError
 from frontend.models import ApiToken, hash_token
 from frontend.schemas import (
-    DeviceOut, ErrorOut, InputIn, MessageIn, MessageOut, ResolveIn, StepOut, TaskIn, TaskOut,
+    AskIn, DeviceOut, ErrorOut, InputIn, MessageIn, MessageOut, ResolveIn, StepOut, TaskIn,
+    TaskOut,
     TaskStatusName, TaskSummaryOut, TicketOut, TicketStatusName,
 )
 
@@ -384,6 +385,16 @@ def release_ticket(request: HttpRequest, ticket_id: str):
     """Give back a ticket you hold; 409 when you do not hold it."""
     ticket = services.access_ticket(request.user, ticket_id)
     return events.ticket_json(services.release_ticket(ticket, request.user))
+
+
+@api.post("/tickets/{ticket_id}/ask", response={201: MessageOut, **errors(403, 404, 409)},
+          tags=["tickets"])
+def ask_user(request: HttpRequest, ticket_id: str, payload: AskIn):
+    """Ask the task's owner a question from this ticket, with quick replies: their reply
+    answers the ticket and the agent goes on with it (issue 26)."""
+    ticket = services.access_ticket(request.user, ticket_id)
+    message = services.ask_user(ticket, request.user, payload.question, payload.options)
+    return 201, events.message_json(message)
 
 
 @api.post("/tickets/{ticket_id}/resolve", response={200: TicketOut, **errors(403, 404, 409)},

@@ -208,6 +208,13 @@ class TaskIn(Schema):
     })
 
 
+class AskIn(Schema):
+    question: str = Field(..., min_length=1, max_length=2000, pattern=NOT_BLANK,
+                          description="the question, as the user reads it in their chat")
+    options: list[str] = Field([], max_length=6,
+                               description="quick replies the user may click (at most 6)")
+
+
 class ResolveIn(Schema):
     decision: choices(Decision.values)  # type: ignore[valid-type]
     action: dict[str, Any] | None = Field(

@@ -97,6 +97,9 @@ def task_detail(request: HttpRequest, task_id: Any) -> HttpResponse:
         "is_operator": services.is_operator(request.user),
         "open_question": task.tickets.filter(kind="clarification", status__in=(
             TicketStatus.OPEN, TicketStatus.CLAIMED)).first(),
+        # Tickets still open: an operator's question from one of them keeps its quick replies.
+        "open_ticket_ids": list(task.tickets.filter(status__in=(
+            TicketStatus.OPEN, TicketStatus.CLAIMED)).values_list("id", flat=True)),
     })
 
 

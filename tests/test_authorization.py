@@ -98,6 +98,8 @@ TABLE: dict[str, dict[str, Row]] = {
     "/api/tickets/{ticket_id}/claim": {"POST": Row(E403)},
     "/api/tickets/{ticket_id}/release": {"POST": Row((401, 403, 403, 409, 409))},
     "/api/tickets/{ticket_id}/resolve": {"POST": Row(E403, body={"decision": "abort"})},
+    "/api/tickets/{ticket_id}/ask": {"POST": Row((401, 403, 403, 201, 201), body={
+        "question": "Which size?", "options": ["Small", "Large"]})},
     # --- WebSockets (kairos_web/asgi.py) ---
     "ws/operator/": {"WS": Row((4401, 4403, 4403, OPEN, OPEN))},
     "ws/devices/<uuid:device_id>/screen/": {"WS": Row((4401, OPEN, 4403, OPEN, OPEN))},

@@ -270,3 +270,45 @@ def test_an_operator_sends_an_idle_phone_home_but_not_a_busy_one(api, phones, in
     inline_steps.drain(limit=2)
     status, body = api("post", "/api/devices/sim-2/home")
     assert status == 409 and "idle" in body["detail"]
+
+
+# --- queue features: "Ask the user" from a ticket ---------------------------------------
+
+def test_an_operator_asks_the_user_from_a_ticket_and_the_reply_answers_it(
+        api, phones, inline_steps, scripted):
+    seen = []
+
+    def look_again(ctx):
+        seen.append(list(ctx.answers))
+        return Proposal(Action("WAIT"), confidence=1.0)
+
+    scripted([lambda ctx: Proposal(Action("CLICK", x=540, y=800), confidence=1.0), look_again])
+    _, task = api("post", "/api/tasks", user="user", body={
+        "instruction": "Get me something", "device": "sim-1", "backend": "scripted",
+        "threshold": 4})
+    inline_steps.drain(limit=3)
+    ticket = api("get", f"/api/tasks/{task['id']}", user="user")[1]["tickets"][-1]
+    ask = f"/api/tickets/{ticket['id']}/ask"
+
+    for body, status, fragment in [
+            ({"question": "  "}, 400, "question"),
+            ({"question": "Which?", "options": ["a"] * 7}, 400, "options"),
+            ({"question": "Which?", "options": [""]}, 400, "option")]:
+        code, answer = api("post", ask, body=body)
+        assert code == status and fragment in answer["detail"], (body, answer)
+    assert api("post", ask, user="user", body={"question": "Which?"})[0] == 403
+
+    status, message = api("post", ask, body={"question": "Which size would you like?",
+                                             "options": ["Small", "Large"]})
+    assert status == 201 and message["sender"] == "operator"
+    assert message["options"] == ["Small", "Large"] and message["ticket"] == ticket["id"]
+    # The user's reply (a quick reply or any text) answers the ticket.
+    assert api("post", f"/api/tasks/{task['id']}/messages", user="user",
+               body={"text": "Large"})[0] == 201
+    inline_steps.drain(limit=3)
+    shown = api("get", f"/api/tasks/{task['id']}", user="user")[1]
+    answered = next(t for t in shown["tickets"] if t["id"] == ticket["id"])
+    assert answered["decision"] == "answer" and answered["answer"] == "Large"
+    assert answered["answered_by_user"] and seen == [["Large"]]
+    code, body = api("post", ask, body={"question": "Still there?"})
+    assert code == 409 and "no longer open" in body["detail"]

@@ -292,3 +292,32 @@ def test_an_operator_resets_an_idle_phone_to_its_home_screen(login, kairos_serve
     expect(page.locator("#big-name")).to_have_text("sim-5")
     page.get_by_role("button", name="Reset to home screen").click()
     expect(page.locator("#reset-note")).to_have_text("sim-5 is on its home screen.")
+
+
+def test_an_operator_asks_the_user_with_quick_replies_and_their_click_answers(
+        login, kairos_server, operator_token):
+    """Issue 26: 'Ask the user' from a ticket sends a structured question."""
+    user_token = kairos_server.token("user")
+    status, task = kairos_server.api("POST", "/api/tasks", user_token, {
+        "instruction": f"Turn on Wi-Fi [{uuid.uuid4().hex[:6]}]", "device": "sim-4",
+        "threshold": 5})
+    assert status == 201, task
+    try:
+        operator = login("operator")
+        operator.goto(kairos_server.url + "/console/")
+        queue_row(operator, task).locator("a").click()
+        operator.locator("#ask-user summary").click()
+        operator.locator("#ask-question").fill("Which network should I use?")
+        operator.locator("#ask-options").fill("Home, Office")
+        operator.get_by_role("button", name="Ask user").click()
+        expect(operator.locator("#chat")).to_contain_text("Which network should I use?")
+
+        user = login("user")
+        user.goto(kairos_server.url + f"/tasks/{task['id']}/")
+        reply = user.locator("#chat button.quick-reply", has_text="Office")
+        expect(reply).to_be_visible()
+        save_screenshot(user, "task-operator-question")
+        reply.click()
+        expect(operator.locator("#holder")).to_contain_text("Answered by the user: “Office”")
+    finally:
+        kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)

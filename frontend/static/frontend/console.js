@@ -788,9 +788,19 @@
         : m.sender === "operator" ? `Operator ${m.author || ""}`.trim()
         : m.sender === "agent" ? "Agent" : "System";
       list.append(el("li", {class: "from-" + m.sender, "data-message-id": m.id},
-        el("b", {}, who), " ", el("span", {class: "text"}, m.text)));
+        el("b", {}, who), " ", el("span", {class: "text"}, m.text),
+        ...(m.options && m.options.length ? [" ", el("span", {class: "muted"}, `[${m.options.join(" · ")}]`)] : [])));
       list.scrollTop = list.scrollHeight;
     }
+    if ($("ask-form")) $("ask-form").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const options = $("ask-options").value.split(",").map((o) => o.trim()).filter(Boolean);
+      try {
+        appendChat(await api("POST", `/tickets/${ticketId}/ask`, {question: $("ask-question").value, options}));
+        $("ask-question").value = ""; $("ask-options").value = "";
+        flash("Asked the user; their reply answers this ticket.");
+      } catch (err) { flash(err.message, true); }
+    });
     $("message-form").addEventListener("submit", async (e) => {
       e.preventDefault();
       const text = $("message-text").value;

@@ -130,7 +130,9 @@
       input.placeholder = "The task has finished; the chat is closed";
       return;
     }
-    if (task.status !== "waiting_user") disableQuickReplies(null);
+    // While an operator has the task, their question (asked from a ticket) stays open;
+    // replies of tickets that closed are disabled by refresh().
+    if (task.status !== "waiting_user" && task.status !== "waiting_operator") disableQuickReplies(null);
     input.placeholder = task.status === "waiting_user" ? "Your answer" : "Write a message";
   }
 
@@ -234,7 +236,8 @@
     li.appendChild(node("b", null, who));
     li.appendChild(document.createTextNode(" "));
     li.appendChild(node("span", "text", m.text));
-    if (m.sender === "agent" && m.ticket && m.options && m.options.length) {
+    // The agent's questions and an operator's (asked from a ticket) offer quick replies.
+    if ((m.sender === "agent" || m.sender === "operator") && m.ticket && m.options && m.options.length) {
       openTicket = m.ticket;
       li.appendChild(quickReplies(m.ticket, m.options));
     }
