@@ -267,14 +267,14 @@ def list_devices(request: HttpRequest):
     return services.devices_json(services.usable_devices(request.user))
 
 
-@api.post("/devices/{device}/home", response={200: DeviceOut, **errors(403, 404, 409, 503)},
+@api.post("/devices/{device_id}/home", response={200: DeviceOut, **errors(403, 404, 409, 503)},
           tags=["devices"])
-def reset_device_to_home(request: HttpRequest, device: str):
+def reset_device_to_home(request: HttpRequest, device_id: str):
     """Operators: send an idle phone (by id or name) to its home screen, so the next task
     starts there; 409 while a task uses it or when it is offline."""
     if not services.is_operator(request.user):
         raise services.Forbidden("only operators reset phones")
-    found = services.access_device(request.user, device)
+    found = services.access_device(request.user, device_id)
     services.reset_to_home(request.user, found)
     return services.devices_json([found])[0]
 

@@ -12,7 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from agents import services
+from agents import presence, services
 from agents.models import ACTIVE_TASK_STATUSES, Step, Task, TaskStatus, Ticket, TicketStatus
 from devices.actions import Action, text_problem, validate_action
 from devices.models import Device
@@ -149,7 +149,8 @@ def console(request: HttpRequest) -> HttpResponse:
     tickets = sorted(tickets, key=lambda t: (t.reason != "sensitive_action", t.created_at))
     return render(request, "frontend/console.html", {
         "tickets": tickets, "devices": devices, "sla": int(settings.KAIROS_TICKET_SLA),
-        "taken": taken, "is_admin": services.is_admin(request.user)})
+        "taken": taken, "is_admin": services.is_admin(request.user),
+        "online": presence.online()})
 
 
 @operator_required

@@ -80,7 +80,7 @@ TABLE: dict[str, dict[str, Row]] = {
     "/api/docs": {"GET": Row((200, 200, 200, 200, 200))},
     "/api/devices": {"GET": Row((401, 200, 200, 200, 200))},
     # Operators send an idle phone home (issue 26); sim-2 is idle in the world.
-    "/api/devices/{device}/home": {"POST": Row((401, 403, 403, 200, 200), url="/api/devices/sim-2/home")},
+    "/api/devices/{device_id}/home": {"POST": Row((401, 403, 403, 200, 200), url="/api/devices/sim-2/home")},
     "/api/tasks": {"GET": Row((401, 200, 200, 200, 200)),
                    "POST": Row((401, 201, 201, 201, 201),
                                body={"instruction": "Turn on Wi-Fi", "device": "sim-2"})},

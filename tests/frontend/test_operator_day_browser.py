@@ -321,3 +321,16 @@ def test_an_operator_asks_the_user_with_quick_replies_and_their_click_answers(
         expect(operator.locator("#holder")).to_contain_text("Answered by the user: “Office”")
     finally:
         kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
+
+
+def test_the_console_shows_who_is_online(login, kairos_server):
+    """Issue 26: who is online at the console, kept live."""
+    operator = login("operator")
+    operator.goto(kairos_server.url + "/console/")
+    expect(operator.locator("#online")).to_contain_text("operator")
+    admin = login("admin")
+    admin.goto(kairos_server.url + "/console/")
+    expect(operator.locator("#online")).to_have_text("admin, operator")
+    expect(admin.locator("#online")).to_have_text("admin, operator")
+    admin.close()
+    expect(operator.locator("#online")).to_have_text("operator")

@@ -295,6 +295,7 @@
       },
       json(msg) {
         if (msg.type === "task.updated") { showTaskOnTile(msg.task); dropTakenOver(msg.task); }
+        if (msg.type === "operators.online") document.getElementById("online").textContent = msg.online.join(", ") || "–";
         if (msg.type === "ticket.resolved" && msg.ticket.decision === "takeover") addTakenOver(msg.ticket);
         if (msg.type === "ticket.opened" || msg.type === "ticket.claimed" || msg.type === "ticket.resolved") {
           if (msg.type === "ticket.opened") {
