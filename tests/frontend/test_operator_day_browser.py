@@ -122,6 +122,16 @@ def test_a_ticket_page_shows_numbers_plainly_all_elements_and_asks_before_aborti
     expect(page.locator(".proposal")).to_contain_text("(threshold 5)")
     expect(page.locator("#task-status")).to_have_text("waiting operator")  # the script runs
     expect(page.locator("#shot-title")).to_have_text("Screen at step 1")
+    # The proposal's badge (Open Settings) covers none of the elements on the screen.
+    expect(page.locator("#proposal rect.label-bg")).to_be_attached()
+    covered = page.evaluate("""() => {
+      const b = document.querySelector('#proposal rect.label-bg').getBoundingClientRect();
+      return [...document.querySelectorAll('#cands rect')]
+        .map((r) => [r.getBoundingClientRect(), r.querySelector('title').textContent])
+        .filter(([c]) => c.left < b.right && b.left < c.right && c.top < b.bottom && b.top < c.bottom)
+        .map(([, label]) => label);
+    }""")
+    assert covered == [], covered
     first_ticket = page.locator("#ticket").get_attribute("data-ticket-id")
     page.keyboard.press("a")  # opens Settings; the next ticket is on a screen full of rows
     expect(page).to_have_url(kairos_server.url + "/console/")

@@ -428,9 +428,12 @@
       const size = Math.round(w / 19);
       const height = size * 1.9;
       const width = Math.min(w * 0.9, Math.max(w * 0.45, size * 0.62 * text.length + size * 1.6));
-      add("rect", {x: (w - width) / 2, y: h * 0.5 - height / 2, width, height, rx: height / 2,
+      // Low on the screen, above the navigation bar: in the middle it covered the very
+      // icons (an app to open on the launcher) the person must see to judge it.
+      const cy = h * 0.86;
+      add("rect", {x: (w - width) / 2, y: cy - height / 2, width, height, rx: height / 2,
                    class: cls + " label-bg"});
-      const attrs = {x: w / 2, y: h * 0.5, "text-anchor": "middle", "dominant-baseline": "central",
+      const attrs = {x: w / 2, y: cy, "text-anchor": "middle", "dominant-baseline": "central",
                      "font-size": size, class: cls + " label"};
       // A long TYPE text is squeezed into the plate rather than running off the screen.
       if (text.length * size * 0.62 > width * 0.92) Object.assign(attrs, {textLength: width * 0.92, lengthAdjust: "spacingAndGlyphs"});
