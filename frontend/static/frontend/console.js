@@ -428,9 +428,17 @@
       const size = Math.round(w / 19);
       const height = size * 1.9;
       const width = Math.min(w * 0.9, Math.max(w * 0.45, size * 0.62 * text.length + size * 1.6));
-      // Low on the screen, above the navigation bar: in the middle it covered the very
-      // icons (an app to open on the launcher) the person must see to judge it.
-      const cy = h * 0.86;
+      // Where it covers the fewest of the screen's elements (the middle when that is free):
+      // always in the middle, it covered the very icons (an app to open on the launcher)
+      // the person must see to judge it.
+      const svg = group.ownerSVGElement;
+      const boxes = [...(svg ? svg.querySelectorAll("#cands rect") : [])].map((r) =>
+        ["x", "y", "width", "height"].map((k) => Number(r.getAttribute(k))));
+      const left = (w - width) / 2, right = (w + width) / 2;
+      const covers = (y) => boxes.filter(([bx, by, bw, bh]) =>
+        bx < right && left < bx + bw && by < y + height / 2 && y - height / 2 < by + bh).length;
+      const cy = [0.5, 0.66, 0.33, 0.8, 0.2, 0.88].map((f) => h * f)
+        .reduce((best, y) => (covers(y) < covers(best) ? y : best));
       add("rect", {x: (w - width) / 2, y: cy - height / 2, width, height, rx: height / 2,
                    class: cls + " label-bg"});
       const attrs = {x: w / 2, y: cy, "text-anchor": "middle", "dominant-baseline": "central",
