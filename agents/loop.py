@@ -215,7 +215,8 @@ def decide(proposal: Proposal, ctx: StepContext, threshold: float) -> Decision:
         )
     confidence = proposal.confidence if proposal.confidence is not None else 0.0
     if confidence < threshold:
-        note = f"confidence {confidence:g} is below the threshold {threshold:g}"
+        # On the 1–5 scale to one decimal, as the console shows it ("3.9586" read as noise).
+        note = f"confidence {confidence:.1f} is below the threshold {threshold:g}"
         if action.type == IMPOSSIBLE:
             # The person must know what they are asked to confirm: the agent's belief and
             # its reason, not only a score.

@@ -120,6 +120,7 @@ def test_a_ticket_page_shows_numbers_plainly_all_elements_and_asks_before_aborti
     row.locator("a").click()
     expect(page.locator("#confidence")).to_have_text(re.compile(r"^\d\.\d$"))
     expect(page.locator(".proposal")).to_contain_text("(threshold 5)")
+    expect(page.locator(".note")).to_have_text(re.compile(r"confidence \d\.\d is below the threshold 5$"))
     expect(page.locator("#task-status")).to_have_text("waiting operator")  # the script runs
     expect(page.locator("#shot-title")).to_have_text("Screen at step 1")
     # The proposal's badge (Open Settings) covers none of the elements on the screen.
