@@ -263,9 +263,11 @@ def test_the_queue_puts_sensitive_and_old_first_warns_when_late_notifies_and_mov
     expect(rows.first).to_have_class(re.compile(r"\bcurrent\b"))
     page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(rf"/console/tickets/{newer_id}/$"))
+    expect(page.locator("#task-status")).to_have_text("waiting operator")  # the script runs
     page.get_by_role("button", name="Approve", exact=True).click()
     # Resolved: on to the next ticket of the queue, not back to the list.
     expect(page).to_have_url(re.compile(rf"/console/tickets/{older_id}/$"))
+    expect(page.locator("#task-status")).to_have_text("waiting operator")  # the script runs
     page.keyboard.press("n")
     expect(page).not_to_have_url(re.compile(rf"/console/tickets/{older_id}/$"))
 
