@@ -7,7 +7,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 VAR := $(or $(KAIROS_VAR_DIR),var)
 
-.PHONY: demo test venv test-venv migrate check serve clean secret
+.PHONY: demo test venv test-venv migrate check serve clean secret port
 
 $(VENV)/.installed: requirements.txt requirements-scrcpy.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Kairos needs $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
@@ -36,14 +36,19 @@ secret:
 DEMO_ENV = SECRET_KEY="$${SECRET_KEY:-$$(cat $(VAR)/secret_key)}" \
 	ALLOWED_HOSTS="$${ALLOWED_HOSTS:-$(HOST),localhost,127.0.0.1}"
 
+# The port is checked first: a busy one says which PORT= to use instead of failing at
+# the very end with uvicorn's "address already in use".
+port:
+	@$(PY) manage.py serve --host $(HOST) --port $(PORT) --check-port
+
 # Fresh machine → running product: venv, migrations, demo data, server.
-demo: migrate secret
+demo: venv port migrate secret
 	$(PY) manage.py seed_demo $(if $(PASSWORD),--password $(PASSWORD),)
 	$(PY) manage.py collectstatic --noinput -v0
 	@echo "Open http://$(HOST):$(PORT)/login/ and log in with a demo login above."
 	@$(DEMO_ENV) $(PY) manage.py serve --host $(HOST) --port $(PORT)
 
-serve: venv secret
+serve: venv port secret
 	$(PY) manage.py collectstatic --noinput -v0
 	@$(DEMO_ENV) $(PY) manage.py serve --host $(HOST) --port $(PORT)
 

@@ -5,7 +5,7 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agents import events, services
+from agents import events, presence, services
 from devices.sockets import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED, KairosJsonConsumer
 
 
@@ -38,6 +38,21 @@ class OperatorConsumer(KairosConsumer):
             return
         await self.join(events.OPERATORS_GROUP)
         await self.accept()
+        self.present = user.get_username()
+        await database_sync_to_async(presence.arrive)(self.present)
+        await self._announce_presence()
+
+    async def disconnect(self, code: int) -> None:
+        await super().disconnect(code)
+        if getattr(self, "present", None):
+            await database_sync_to_async(presence.leave)(self.present)
+            await self._announce_presence()
+
+    async def _announce_presence(self) -> None:
+        """Every console learns who is online now (``operators.online``)."""
+        online = await database_sync_to_async(presence.online)()
+        await self.channel_layer.group_send(events.OPERATORS_GROUP, {
+            "type": "kairos.event", "event": {"type": "operators.online", "online": online}})
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":

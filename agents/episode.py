@@ -70,10 +70,16 @@ class EpisodeMemory:
     answers: list[str] = field(default_factory=list)
     asked: list[str] = field(default_factory=list)
     excluded: set[str] = field(default_factory=set)
+    # Signatures of the screens the agent acted on since a person last decided (the
+    # no-progress guard).
+    screens: list[Any] = field(default_factory=list)
 
     def context(self, observation: Any, apps: tuple = (), references: list[str] | None = None
                 ) -> StepContext:
+        from devices.uitree import screen_signature
+
         return StepContext(
+            screen_visits=loop.count_visits(self.screens, screen_signature(observation.nodes)),
             instruction=self.instruction, observation=observation, history=list(self.history),
             answers=list(self.answers), excluded_elements=set(self.excluded), apps=apps,
             references=list(references or []), asked=list(self.asked),
@@ -232,6 +238,12 @@ def run_episode(
         if action.type in (COMPLETE, IMPOSSIBLE):
             break
         target = loop.target_node(action, observation.nodes)
+        if by == "operator" or asked:
+            memory.screens.clear()  # a person decided: the count starts again
+        else:
+            from devices.uitree import screen_signature
+
+            memory.screens.append(screen_signature(observation.nodes))
         outcome = device.perform(action)
         loop.reflect(action, outcome.changed, target, memory.excluded)
         memory.history.append(

@@ -5,7 +5,8 @@ evaluation runner (``agents/episode.py``) all go through :func:`decide` and
 :func:`reflect`, so the gate, the guards and retrospection behave the same everywhere.
 
 Order of checks (DESIGN "Data flow of one step"): model error → parse failure →
-toggle-state check → sensitive action → repeated failure → clarification → gate.
+toggle-state check → sensitive action → repeated failure → no progress → clarification →
+gate.
 """
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from dataclasses import dataclass, field, replace
 from agents.backends.base import HistoryEntry, Proposal, StepContext
 from agents.safety import Harm, current_policy
 from agents.elements import row_label
+from agents.text import tokens
 from devices.actions import (
-    CLICK, IMPOSSIBLE, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
+    CLICK, COMPLETE, IMPOSSIBLE, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
 )
 from devices.uitree import UINode, node_at
 
@@ -28,6 +30,7 @@ REPEATED_FAILURE = "repeated_failure"
 MODEL_ERROR = "model_error"
 DEVICE_ERROR = "device_error"
 AMBIGUOUS_INTENT = "ambiguous_intent"
+NO_PROGRESS = "no_progress"
 
 EXECUTE = "execute"
 TICKET = "ticket"
@@ -36,6 +39,9 @@ CLARIFY = "clarify"
 # Labels of controls that retry a failed load; see is_patient.
 PATIENT_LABEL = re.compile(r"\b(retry|try again|reload|refresh)\b", re.IGNORECASE)
 PATIENT_REPEATS = 3
+# The agent back on a screen it already left this many times since a person last decided
+# is going round in circles (issue 26, item 4: scrolling up and down to the step limit).
+NO_PROGRESS_VISITS = 2
 TURN_ON = re.compile(r"\b(turn on|switch on|enable|activate|start)\b", re.IGNORECASE)
 TURN_OFF = re.compile(r"\b(turn off|switch off|disable|deactivate|stop)\b", re.IGNORECASE)
 
@@ -128,6 +134,35 @@ def repeated_without_change(action: Action | None, history: list[HistoryEntry],
     return repeats >= (PATIENT_REPEATS if patient else 1)
 
 
+def no_progress(action: Action | None, screen_visits: int, target: UINode | None = None
+                ) -> bool:
+    """Going round in circles: back, again, on a screen seen ``NO_PROGRESS_VISITS`` times
+    since a person last decided. Ending the task (COMPLETE / IMPOSSIBLE) and waiting or
+    retrying a load are not circles."""
+    if action is None or action.type in (COMPLETE, IMPOSSIBLE) or is_patient(action, target):
+        return False
+    return screen_visits >= NO_PROGRESS_VISITS
+
+
+def count_visits(screens: list, current: object) -> int:
+    """How many of the earlier ``screens`` (signatures, devices.uitree.screen_signature)
+    are ``current``."""
+    return sum(1 for screen in screens if screen == current)
+
+
+def names_an_option(reply: str, labels: list[str]) -> list[str]:
+    """The options a person's free-text reply names: those all of whose words it says
+    ("A latte please, medium" names 'Latte' and 'Medium', not 'Flat white'). No wording
+    of any app: the reply is read against the options offered."""
+    said = set(tokens(reply))
+    named = []
+    for label in labels:
+        words = set(tokens(label))
+        if words and words <= said and label not in named:
+            named.append(label)
+    return named
+
+
 def decide(proposal: Proposal, ctx: StepContext, threshold: float) -> Decision:
     """Apply the guards and the confidence gate (OS-Kairos 4.2, Eq. 4) to one proposal."""
     nodes = ctx.observation.nodes
@@ -171,9 +206,18 @@ def decide(proposal: Proposal, ctx: StepContext, threshold: float) -> Decision:
             TICKET, action=action, reason=REPEATED_FAILURE, target=target,
             note="the same action did not change the screen last time",
         )
+    if no_progress(action, ctx.screen_visits, target):
+        # Whatever the confidence and γ: at caution 0 the agent otherwise scrolls to the
+        # step limit instead of asking anyone.
+        return Decision(
+            TICKET, action=action, reason=NO_PROGRESS, target=target,
+            note=f"no progress: the agent has been on this screen {ctx.screen_visits} times "
+                 f"before without getting further; a person should decide the way on",
+        )
     confidence = proposal.confidence if proposal.confidence is not None else 0.0
     if confidence < threshold:
-        note = f"confidence {confidence:g} is below the threshold {threshold:g}"
+        # On the 1–5 scale to one decimal, as the console shows it ("3.9586" read as noise).
+        note = f"confidence {confidence:.1f} is below the threshold {threshold:g}"
         if action.type == IMPOSSIBLE:
             # The person must know what they are asked to confirm: the agent's belief and
             # its reason, not only a score.

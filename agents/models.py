@@ -193,6 +193,8 @@ class TicketReason(models.TextChoices):
     # A step the gate would have let act alone, asked anyway at random (KAIROS_SPOT_CHECK):
     # its decision is an unbiased label of the steps that act alone.
     SPOT_CHECK = "spot_check", "Spot check"
+    TAKEOVER_LAPSED = "takeover_lapsed", "Take-over lapsed"
+    NO_PROGRESS = "no_progress", "No progress"
 
 
 class TicketStatus(models.TextChoices):

@@ -47,7 +47,7 @@ def sweep_stalled_tasks(*, now: datetime | None = None,
     """Recover every stalled running task; returns ``{task id: what was done}`` (for an
     escalated question, ``{ticket id: …}``).
 
-    Also starts a queued task whose phone nobody drives (belt and braces for a start that
+    Also lapses take-overs idle for ``KAIROS_TAKEOVER_TIMEOUT`` (issue 26, item 1) and starts a queued task whose phone nobody drives (belt and braces for a start that
     a dying process did not finish).
     """
     from django.conf import settings
@@ -68,6 +68,13 @@ def sweep_stalled_tasks(*, now: datetime | None = None,
         except Exception:  # one bad task must not stop the sweep of the others
             logger.exception("could not recover stalled task %s", task_id)
     from agents import services
+
+    try:
+        # Take-overs nobody used go back to the queue (issue 26, item 1).
+        for task_id in services.lapse_idle_takeovers(now):
+            done[task_id] = "take-over lapsed: back in the queue"
+    except Exception:
+        logger.exception("could not lapse idle take-overs")
 
     try:
         # Take-over inputs a killed server left executing (issue 23, item 1).

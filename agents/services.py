@@ -34,7 +34,8 @@ from agents.models import (
 )
 from agents.spot_checks import SPOT_CHECK_NOTE, spot_check, system_rng
 from devices.actions import (
-    COMPLETE, IMPOSSIBLE, TERMINAL_TYPES, Action, ActionError, ActionOutcome, text_problem,
+    COMPLETE, IMPOSSIBLE, PRESS_HOME, TERMINAL_TYPES, Action, ActionError, ActionOutcome,
+    text_problem,
     validate_action,
 )
 from devices.host import DeviceError, get_device_client
@@ -115,6 +116,26 @@ def access_device(user: Any, ref: Any) -> Device:
         raise NotFound(f"unknown device '{str(ref)[:64]}'")
     if not usable_devices(user).filter(id=device.id).exists():
         raise Forbidden(f"you may not use device '{device.name}'")
+    return device
+
+
+def reset_to_home(user: Any, device: Device) -> Device:
+    """An operator sends an idle phone to its home screen, so the next task does not start
+    wherever the last one left it (issue 26). Refused while a task drives the phone."""
+    if not is_operator(user):
+        raise Forbidden("only operators reset phones")
+    check_device_online(device)
+    with transaction.atomic():
+        _lock_device(device.id)  # no task starts on it meanwhile
+        driving = Task.objects.driving(device.id).first()
+        if driving is not None:
+            raise Conflict(f"a task is using '{device.name}' ({driving.get_status_display().lower()}); "
+                           "reset it once the phone is idle")
+        try:
+            get_device_client().perform(device.name, Action(PRESS_HOME))
+        except DeviceError as exc:
+            raise DeviceUnavailable(str(exc)) from None
+    logger.info("%s reset %s to its home screen", user, device.name)
     return device
 
 
@@ -202,6 +223,14 @@ def check_backend(name: Any, device: Device) -> str:
             f"unknown backend '{str(name)[:32]}': use one of {', '.join(backend_names())}")
     if name == "oracle" and device.kind != "sim":
         raise Conflict("the oracle backend exists for simulated phones only")
+    if name == "openai":
+        from agents.backends.openai import configuration_problem
+
+        # Refused now rather than accepted and turned into a model_error ticket that no
+        # operator can fix (issue 26, item 6).
+        problem = configuration_problem()
+        if problem:
+            raise Conflict(problem)
     return name
 
 
@@ -546,6 +575,20 @@ def spot_check_share(device: Device | None) -> float:
     return float(settings.KAIROS_SPOT_CHECK)
 
 
+def _screen_visits(task: Task, nodes: list) -> int:
+    """Steps the agent ran on this very screen since a person last decided (a step with a
+    ticket, or an operator's input): what the no-progress guard counts."""
+    asked = task.steps.filter(Q(decided_by=DecidedBy.OPERATOR) | Q(tickets__isnull=False)
+                              ).order_by("-index").values_list("index", flat=True).first()
+    rows = task.steps.filter(status=StepStatus.DONE, decided_by=DecidedBy.AGENT)
+    if asked is not None:
+        rows = rows.filter(index__gt=asked)
+    current = screen_signature(nodes)
+    return loop.count_visits(
+        [screen_signature(nodes_from_json(ui)) for ui in rows.values_list("ui_nodes", flat=True)
+         if ui], current)
+
+
 def _json_safe(value: Any) -> Any:
     """A backend's free-form ``extra`` as plain JSON (odd values become strings)."""
     try:
@@ -574,6 +617,7 @@ def _propose_step(task: Task, index: int) -> Step | None:
         # adb phones list theirs too, without descriptions: the agent knows the standard ones
         apps=with_purposes(client.info(task.device.name).apps),
         references=_references(task), asked=list(task.asked), step_index=index,
+        screen_visits=_screen_visits(task, observation.nodes),
     )
     try:
         proposal = _backend_for(task).propose(ctx)
@@ -828,7 +872,18 @@ def closing_summary(task: Task, by: Any = None) -> str:
     count = f"{done} step{'s' if done != 1 else ''}" + (
         f", {helped} of them by an operator" if helped else "")
     if task.status == TaskStatus.SUCCEEDED:
-        return f"Done in {count}."
+        # What was done, in the steps' own words, and what the agent saw at the end
+        # ("'Wi-Fi' is already on"): "Done in 3 steps" alone told the user nothing.
+        rows = list(steps.order_by("index").values_list("summary", "executed_action", "thought"))
+        acts = [summary or str(action.get("type")) for summary, action, _ in rows
+                if action.get("type") not in TERMINAL_TYPES]
+        text = f"Done in {count}"
+        if acts:
+            text += ": " + "; ".join(acts[:6]) + ("; …" if len(acts) > 6 else "")
+        text += "."
+        if rows and rows[-1][1].get("type") in TERMINAL_TYPES and rows[-1][2]:
+            text += f" {rows[-1][2]}"
+        return text
     if task.status == TaskStatus.ABORTED:
         prefix = f"aborted by {by}: " if by is not None else ""
         why = f" Reason: {task.error[len(prefix):]}" if prefix and \
@@ -989,12 +1044,17 @@ def check_resolution(ticket: Ticket, decision: Any, action: Any = None,
     if decision == Decision.APPROVE:
         if ticket.kind == TicketKind.CLARIFICATION:
             raise Conflict("a clarification is resolved with an answer, not approved")
+        if ticket.reason == TicketReason.TAKEOVER_LAPSED:
+            return Resolution(decision)  # the agent goes on from the phone's screen
         proposed = ticket.step.proposed_action if ticket.step else None
         checked = validate_action(proposed) if proposed else None
         if not isinstance(checked, Action):
             raise Conflict("there is no valid proposed action to approve; edit it instead")
         return Resolution(decision, action=checked)
     if decision == Decision.EDIT:
+        if ticket.step is None:
+            raise Conflict("this ticket has no step to edit: approve to let the agent go on, "
+                           "or take over")
         device = ticket.task.device
         checked = validate_action(action, (device.width, device.height))
         if isinstance(checked, ActionError):
@@ -1035,9 +1095,15 @@ def resolve_ticket(ticket: Ticket, user: Any, decision: Any, action: Any = None,
                 raise Conflict(f"{ticket.assignee} holds this ticket")
             raise Conflict(f"this ticket is no longer open (it is {ticket.status})")
         task = Task.objects.select_related("device").get(id=ticket.task_id)
-        _record_training(ticket, task, user)
+        goal = task.goal  # as the agent had it, before this resolution's answer
         _learn_from_ticket(ticket, task, resolution, user)
         _apply_resolution(ticket, task, resolution, user)
+        if ticket.reason != TicketReason.TAKEOVER_LAPSED:  # no agent action to label
+            # After the commit, and after the step it schedules is handed to a worker
+            # (on_commit runs in order): the training copy of the screen and history is
+            # not on the path from approve to action (bench tickets, issue 26).
+            step = ticket.step
+            transaction.on_commit(lambda: _record_training(ticket, task, user, step, goal))
         events.ticket_resolved(ticket)
         if resolution.decision in (Decision.APPROVE, Decision.EDIT, Decision.TAKEOVER):
             # A new label: refit the calibrator once KAIROS_REFIT_EVERY have come in.
@@ -1073,7 +1139,12 @@ def _apply_resolution(ticket: Ticket, task: Task, resolution: Resolution, user: 
         if step is not None:
             Step.objects.filter(id=step.id, status=StepStatus.WAITING).update(
                 status=StepStatus.CANCELLED, outcome="taken over")
-        Task.objects.filter(id=task.id, status__in=waiting).update(status=TaskStatus.TAKEN_OVER)
+        # progressed_at counts the take-over's idle time from here (lapse_idle_takeovers).
+        Task.objects.filter(id=task.id, status__in=waiting).update(
+            status=TaskStatus.TAKEN_OVER, progressed_at=timezone.now())
+        return
+    if resolution.action is None:  # approving a lapsed take-over: the agent goes on
+        _resume(task, waiting, next_index=_next_step_index(task))
         return
     # approve / edit: the step runs the chosen action, then the loop goes on.
     assert resolution.action is not None
@@ -1094,19 +1165,26 @@ def _resume(task: Task, from_statuses: tuple, next_index: int) -> None:
         schedule_step(task.id, next_index)
 
 
-def _record_training(ticket: Ticket, task: Task, user: Any) -> None:
+def _record_training(ticket: Ticket, task: Task, user: Any, step: Step | None,
+                     goal: str) -> None:
     from agents.training.labels import score_of
 
-    step = ticket.step
+    # The history before the ticket's step: by now a worker may have run it and more.
+    rows = task.steps.filter(status=StepStatus.DONE).exclude(executed_action=None)
+    if step is not None:
+        rows = rows.filter(index__lt=step.index)
+    history = [summary or str(action) for summary, action in
+               rows.order_by("index").values_list("summary", "executed_action")]
+
     label = score_of(ticket.agent_right)  # OS-Kairos Eq. 3, see agents/training/labels.py
     seconds = (ticket.resolved_at - ticket.created_at).total_seconds() if ticket.resolved_at \
         else None
     TrainingRecord.objects.create(
         ticket=ticket, task=task, step_index=step.index if step else None,
-        instruction=task.instruction, goal=task.goal,
+        instruction=task.instruction, goal=goal,
         screenshot=step.screenshot.name if step and step.screenshot else "",
         ui_nodes=step.ui_nodes if step else [],
-        history=[e.summary or str(e.action) for e in _history(task)],
+        history=history,
         plan=step.plan if step else [], agent_action=step.proposed_action if step else None,
         agent_confidence=step.confidence if step else None, human_action=ticket.human_action,
         decision=ticket.decision, reason=ticket.reason, question=ticket.question,
@@ -1123,6 +1201,46 @@ def abort_task(task: Task, user: Any) -> Task:
 
 
 # --- take-over -----------------------------------------------------------------------
+
+def _next_step_index(task: Task) -> int:
+    last = task.steps.order_by("-index").values_list("index", flat=True).first()
+    return 0 if last is None else last + 1
+
+
+def lapse_idle_takeovers(now: Any = None, timeout: float | None = None) -> list[str]:
+    """Take-overs without an input for ``KAIROS_TAKEOVER_TIMEOUT`` seconds go back to the
+    queue as an open ticket that says why (issue 26, item 1): an operator who pressed T and
+    closed the browser must not hold the phone, and the tasks queued behind it, for ever.
+
+    Each lapse is a conditional UPDATE on the task's ``progressed_at`` (set at the
+    take-over and at every input), so an input that lands meanwhile keeps the take-over
+    and several sweepers lapse a task once. Returns the ids of the lapsed tasks.
+    """
+    now = now or timezone.now()
+    timeout = float(settings.KAIROS_TAKEOVER_TIMEOUT) if timeout is None else timeout
+    cutoff = now - timedelta(seconds=timeout)
+    idle = Task.objects.filter(status=TaskStatus.TAKEN_OVER).filter(
+        Q(progressed_at__lt=cutoff) | Q(progressed_at=None))
+    lapsed = []
+    for task_id, seen in idle.values_list("id", "progressed_at")[:100]:
+        with transaction.atomic():
+            claim = Task.objects.filter(id=task_id, status=TaskStatus.TAKEN_OVER)
+            claim = claim.filter(progressed_at=seen) if seen else claim.filter(progressed_at=None)
+            if not claim.update(status=TaskStatus.WAITING_OPERATOR, progressed_at=now):
+                continue
+            task = Task.objects.select_related("device").get(id=task_id)
+            holder = task.tickets.filter(decision=Decision.TAKEOVER).order_by(
+                "-resolved_at").select_related("resolved_by").first()
+            who = holder.resolved_by.get_username() if holder and holder.resolved_by else \
+                "an operator"
+            open_ticket(task, None, TicketKind.INTERVENTION, TicketReason.TAKEOVER_LAPSED,
+                        set_status=False, note=(
+                            f"The take-over by {who} lapsed: no input for {timeout:g} s. "
+                            "Approve lets the agent go on from the phone's current screen; "
+                            "take over to drive the phone again, or abort."))
+        lapsed.append(str(task_id))
+    return lapsed
+
 
 def check_takeover_holder(task: Task, user: Any) -> Ticket:
     """The take-over ``user`` holds on ``task``: the task's *latest* take-over, still on.
@@ -1307,6 +1425,8 @@ def operator_input(task: Task, user: Any, action: Any) -> Step:
             _label_takeover(takeover, checked)
             step.refresh_from_db()
             _learn_from_takeover_input(task, step, user)
+        # An input renews the take-over (lapse_idle_takeovers).
+        Task.objects.filter(id=task.id).update(progressed_at=timezone.now())
         task.refresh_from_db()
         events.task_updated(task)
     if error is not None:
@@ -1331,8 +1451,17 @@ def _label_takeover(ticket: Ticket, action: Action) -> None:
             human_action=action.to_json(), score_label=score_of(right))
 
 
-def hand_back(task: Task, user: Any) -> Task:
-    check_takeover_holder(task, user)
+def hand_back(task: Task, user: Any, *, as_admin: bool = False) -> Task:
+    """The holder gives the phone back to the agent; ``as_admin``: an admin does it for
+    whoever holds it (the caller records it in the audit trail)."""
+    if as_admin:
+        if not is_admin(user):
+            raise Forbidden("only admins hand back another operator's take-over")
+        if task.status != TaskStatus.TAKEN_OVER:
+            raise Conflict(f"the task is not taken over "
+                           f"({task.get_status_display().lower()})")
+    else:
+        check_takeover_holder(task, user)
     with input_lock(task.id):
         try:
             # An input a dead server left is recorded before the agent looks again.
@@ -1386,21 +1515,34 @@ def post_message(task: Task, user: Any, text: Any, ticket_id: Any = None) -> Mes
     with transaction.atomic():
         open_questions = task.tickets.filter(kind=TicketKind.CLARIFICATION, status__in=(
             TicketStatus.OPEN, TicketStatus.CLAIMED))
+        named = None
         if ticket_id:
             try:
-                named = task.tickets.filter(id=ticket_id, kind=TicketKind.CLARIFICATION).first()
+                named = task.tickets.filter(id=ticket_id).first()
             except Exception:  # not a UUID
                 named = None
-            if named is None:
+            # A question: the agent's, or one an operator asked from a ticket (ask_user).
+            if named is None or (named.kind != TicketKind.CLARIFICATION
+                                 and not _operator_asked(named)):
                 raise NotFound("no such question in this task")
             if not named.is_open:
                 raise Conflict("this question is already closed; write a new message instead")
-            open_questions = open_questions.filter(id=named.id)
-        ticket = open_questions.order_by("created_at").first()
+        ticket = named or open_questions.order_by("created_at").first()
         message = Message.objects.create(
             task=task, sender=Message.Sender.USER if is_owner else Message.Sender.OPERATOR,
             author=user, text=text, ticket=ticket if is_owner else None)
         events.chat_message(message)
+        if ticket is None and is_owner:
+            ticket = _answered_intervention(task, text)
+            if ticket is not None:
+                Message.objects.filter(id=message.id).update(ticket=ticket)
+            else:
+                # No question is open, yet a reply is an answer all the same (to an
+                # operator's chat question, or said ahead): it refines the goal the agent
+                # reads at its next choices (RecAgent Eq. 6), e.g. "medium" for the size.
+                Task.objects.filter(id=task.id).update(answers=list(
+                    Task.objects.filter(id=task.id).values_list("answers", flat=True)[0]
+                ) + [text])
         if ticket is not None and is_owner:
             # The owner knows their own preference best: an operator who claimed the
             # escalated question loses the claim, and their later resolve gets a 409.
@@ -1478,6 +1620,70 @@ def learnable_steps():
     return (Step.objects.filter(status=StepStatus.DONE, executed_action__isnull=False)
             .exclude(Q(task__verdict_right=False) & Q(decided_by=DecidedBy.AGENT)
                      & Q(tickets__isnull=True)))
+
+
+def _operator_asked(ticket: Ticket) -> bool:
+    """An operator asked the user a question from ``ticket`` (ask_user)."""
+    return ticket.messages.filter(sender=Message.Sender.OPERATOR).exists()
+
+
+MAX_ASK_OPTIONS = 6
+
+
+def ask_user(ticket: Ticket, user: Any, question: Any, options: Any = None) -> Message:
+    """An operator asks the task's owner a structured question from a ticket, with quick
+    replies (issue 26): the user's reply answers the ticket, and the agent goes on with it
+    as part of its goal — as when the agent asks itself."""
+    if not is_operator(user):
+        raise Forbidden("only operators ask from a ticket")
+    question = check_message_text(question)
+    if options is None:
+        options = []
+    if not isinstance(options, list) or len(options) > MAX_ASK_OPTIONS:
+        raise ServiceError(f"options must be a list of at most {MAX_ASK_OPTIONS} answers")
+    checked = []
+    for option in options:
+        if not isinstance(option, str) or not option.strip() or len(option.strip()) > 80:
+            raise ServiceError("each option must be a short non-empty text (at most 80 characters)")
+        checked.append(check_text(option.strip(), "option"))
+    ticket.refresh_from_db()
+    if not ticket.is_open:
+        raise Conflict(f"this ticket is no longer open (it is {ticket.status})")
+    if ticket.kind == TicketKind.CLARIFICATION:
+        raise Conflict("this ticket is already a question to the user; answer it, or wait")
+    if ticket.status == TicketStatus.CLAIMED and ticket.assignee_id != user.pk:
+        raise Conflict(f"{ticket.assignee} holds this ticket")
+    with transaction.atomic():
+        message = Message.objects.create(
+            task=ticket.task, sender=Message.Sender.OPERATOR, author=user, ticket=ticket,
+            text=question, options=list(dict.fromkeys(checked)))
+        events.chat_message(message)
+    return message
+
+
+# Tickets where the agent was unsure what the user wants: the user's own reply may settle
+# them. A sensitive action, a device or model error is for an operator whatever is said.
+ANSWERABLE_BY_THE_USER = (TicketReason.LOW_CONFIDENCE, TicketReason.AMBIGUOUS_INTENT,
+                          TicketReason.NO_PROGRESS)
+
+
+def _answered_intervention(task: Task, text: str) -> Ticket | None:
+    """The open intervention the owner's chat reply answers: one waiting on a step whose
+    screen offers an option the reply names ("A latte please" while the agent proposed
+    Americano on the drinks list). The agent then looks again with the reply as part of
+    its goal instead of an operator guessing (issue 26, item 5)."""
+    for ticket in task.tickets.filter(
+            kind=TicketKind.INTERVENTION, status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED),
+            step__status=StepStatus.WAITING).select_related("step").order_by("created_at"):
+        if _operator_asked(ticket):
+            return ticket  # an operator asked the user from this ticket: this is the answer
+        if ticket.reason not in ANSWERABLE_BY_THE_USER:
+            continue
+        labels = [n.text or n.content_desc for n in nodes_from_json(ticket.step.ui_nodes or [])
+                  if n.text or n.content_desc]
+        if loop.names_an_option(text, labels):
+            return ticket
+    return None
 
 
 # --- the simulated operator ----------------------------------------------------------

@@ -24,8 +24,8 @@ from devices.actions import text_problem
 from devices.host import DeviceError
 from frontend.models import ApiToken, hash_token
 from frontend.schemas import (
-    DeviceOut, ErrorOut, InputIn, MessageIn, MessageOut, ResolveIn, StepOut, TaskIn, TaskOut,
-    TaskStatusName, TaskSummaryOut, TicketOut, TicketStatusName, VerdictIn,
+    AskIn, DeviceOut, ErrorOut, InputIn, MessageIn, MessageOut, ResolveIn, StepOut, TaskIn,
+    TaskOut, TaskStatusName, TaskSummaryOut, TicketOut, TicketStatusName, VerdictIn,
 )
 
 logger = logging.getLogger(__name__)
@@ -275,7 +275,19 @@ def list_devices(request: HttpRequest):
     return services.devices_json(services.usable_devices(request.user))
 
 
-@api.post("/tasks", response={201: TaskOut, **errors(403, 404, 503)}, tags=["tasks"],
+@api.post("/devices/{device_id}/home", response={200: DeviceOut, **errors(403, 404, 409, 503)},
+          tags=["devices"])
+def reset_device_to_home(request: HttpRequest, device_id: str):
+    """Operators: send an idle phone (by id or name) to its home screen, so the next task
+    starts there; 409 while a task uses it or when it is offline."""
+    if not services.is_operator(request.user):
+        raise services.Forbidden("only operators reset phones")
+    found = services.access_device(request.user, device_id)
+    services.reset_to_home(request.user, found)
+    return services.devices_json([found])[0]
+
+
+@api.post("/tasks", response={201: TaskOut, **errors(403, 404, 409, 503)}, tags=["tasks"],
           openapi_extra=links(201, "$response.body#/id", "task_id", *TASK_OPERATIONS))
 def create_task(request: HttpRequest, payload: TaskIn):
     """Start a task on a phone; 404 for an unknown phone, 403 for one you may not use."""
@@ -343,8 +355,17 @@ def operator_input(request: HttpRequest, task_id: str, payload: InputIn):
 @api.post("/tasks/{task_id}/hand_back", response={200: TaskOut, **errors(403, 404, 409)},
           tags=["tasks"])
 def hand_back(request: HttpRequest, task_id: str):
-    """End your take-over: the agent goes on from the phone's current screen."""
+    """End your take-over: the agent goes on from the phone's current screen. An admin
+    may hand back anyone's take-over (recorded in the audit trail)."""
     task = services.access_task(request.user, task_id)
+    try:
+        services.check_takeover_holder(task, request.user)
+    except services.Forbidden:
+        if services.is_admin(request.user):
+            from frontend.services import admin_hand_back
+
+            return task_detail(admin_hand_back(request.user, task))
+        raise
     return task_detail(services.hand_back(task, request.user))
 
 
@@ -382,6 +403,16 @@ def release_ticket(request: HttpRequest, ticket_id: str):
     """Give back a ticket you hold; 409 when you do not hold it."""
     ticket = services.access_ticket(request.user, ticket_id)
     return events.ticket_json(services.release_ticket(ticket, request.user))
+
+
+@api.post("/tickets/{ticket_id}/ask", response={201: MessageOut, **errors(403, 404, 409)},
+          tags=["tickets"])
+def ask_user(request: HttpRequest, ticket_id: str, payload: AskIn):
+    """Ask the task's owner a question from this ticket, with quick replies: their reply
+    answers the ticket and the agent goes on with it (issue 26)."""
+    ticket = services.access_ticket(request.user, ticket_id)
+    message = services.ask_user(ticket, request.user, payload.question, payload.options)
+    return 201, events.message_json(message)
 
 
 @api.post("/tickets/{ticket_id}/resolve", response={200: TicketOut, **errors(403, 404, 409)},

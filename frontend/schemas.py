@@ -6,7 +6,7 @@ shared with the sockets and may gain fields before this file names them.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
 from pydantic import BaseModel, ConfigDict, model_serializer
@@ -207,6 +207,13 @@ class TaskIn(Schema):
         "then": {"required": ["suite", "suite_task"],
                  "properties": {"suite": {"type": "string"}, "suite_task": {"type": "string"}}},
     })
+
+
+class AskIn(Schema):
+    question: str = Field(..., min_length=1, max_length=2000, pattern=NOT_BLANK,
+                          description="the question, as the user reads it in their chat")
+    options: list[Annotated[str, Field(min_length=1, max_length=80, pattern=NOT_BLANK)]] = Field(
+        [], max_length=6, description="quick replies the user may click (at most 6)")
 
 
 class ResolveIn(Schema):

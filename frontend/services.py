@@ -26,7 +26,8 @@ def _plain(value: Any) -> Any:
 
 
 def record_audit(actor: Any, action: str, target: str,
-                 changes: dict[str, tuple[Any, Any]] | None = None) -> AuditEntry | None:
+                 changes: dict[str, tuple[Any, Any]] | None = None, *,
+                 actor_name: str = "") -> AuditEntry | None:
     """One line of the trail; ``changes`` maps a field to (before, after). Nothing is
     recorded when ``changes`` were given and none of them is a change."""
     given = changes is not None
@@ -36,7 +37,7 @@ def record_audit(actor: Any, action: str, target: str,
         return None
     user = actor if getattr(actor, "is_authenticated", False) else None
     return AuditEntry.objects.create(
-        actor=user, actor_name=user.get_username() if user else "", action=action,
+        actor=user, actor_name=user.get_username() if user else actor_name, action=action,
         target=target[:255], changes=changes)
 
 
@@ -116,12 +117,26 @@ def set_devices_enabled(actor: Any, devices: Any, enabled: bool) -> int:
     return changed
 
 
-def issue_token(actor: Any, user: Any) -> tuple[ApiToken, str]:
-    """A new API token for ``user``; the plain token is returned once and never stored."""
+def admin_hand_back(actor: Any, task: Any) -> Any:
+    """An admin hands back another operator's take-over (issue 26, item 1), audited."""
+    from agents import services as agent_services
+
+    with transaction.atomic():
+        holder = task.tickets.filter(decision="takeover").order_by("-resolved_at").first()
+        held_by = holder.resolved_by.get_username() if holder and holder.resolved_by else ""
+        task = agent_services.hand_back(task, actor, as_admin=True)
+        record_audit(actor, "takeover.hand_back", f"task {task.id}",
+                     {"taken_over_by": (held_by, None)})
+    return task
+
+
+def issue_token(actor: Any, user: Any, *, via: str = "") -> tuple[ApiToken, str]:
+    """A new API token for ``user``; the plain token is returned once and never stored.
+    ``via`` names who issued it when no person is logged in (``manage.py create_token``)."""
     with transaction.atomic():
         row, token = ApiToken.issue(user)
         record_audit(actor, "token.issue", f"user {user.get_username()}",
-                     {"token": (None, row.prefix + "…")})
+                     {"token": (None, row.prefix + "…")}, actor_name=via)
     return row, token
 
 

@@ -12,8 +12,8 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from agents import services
-from agents.models import ACTIVE_TASK_STATUSES, Step, Task, Ticket, TicketStatus
+from agents import presence, services
+from agents.models import ACTIVE_TASK_STATUSES, Step, Task, TaskStatus, Ticket, TicketStatus
 from devices.actions import Action, text_problem, validate_action
 from devices.models import Device
 from frontend.api import healthz_status
@@ -104,6 +104,9 @@ def task_detail(request: HttpRequest, task_id: Any) -> HttpResponse:
         "is_owner": task.owner_id == request.user.pk,
         "open_question": task.tickets.filter(kind="clarification", status__in=(
             TicketStatus.OPEN, TicketStatus.CLAIMED)).first(),
+        # Tickets still open: an operator's question from one of them keeps its quick replies.
+        "open_ticket_ids": list(task.tickets.filter(status__in=(
+            TicketStatus.OPEN, TicketStatus.CLAIMED)).values_list("id", flat=True)),
     })
 
 
@@ -142,7 +145,19 @@ def console(request: HttpRequest) -> HttpResponse:
         active.setdefault(task.device_id, task)  # the oldest active task drives the phone
     for device in devices:
         device.active_task = active.get(device.id)
-    return render(request, "frontend/console.html", {"tickets": tickets, "devices": devices})
+    # Who holds each phone right now (a take-over), for the console's "In control" list.
+    taken = []
+    for task in Task.objects.filter(status=TaskStatus.TAKEN_OVER).select_related("device"):
+        holder = task.tickets.filter(decision="takeover").order_by("-resolved_at").select_related(
+            "resolved_by").first()
+        taken.append({"task": task, "ticket": holder,
+                      "by": holder.resolved_by.get_username() if holder and holder.resolved_by else ""})
+    # The queue's priority, as console.js keeps it: sensitive actions first, then oldest.
+    tickets = sorted(tickets, key=lambda t: (t.reason != "sensitive_action", t.created_at))
+    return render(request, "frontend/console.html", {
+        "tickets": tickets, "devices": devices, "sla": int(settings.KAIROS_TICKET_SLA),
+        "taken": taken, "is_admin": services.is_admin(request.user),
+        "online": presence.online()})
 
 
 @operator_required
@@ -162,6 +177,7 @@ def ticket_detail(request: HttpRequest, ticket_id: Any) -> HttpResponse:
         "is_admin": services.is_admin(request.user),
         "operators": _operators() if services.is_admin(request.user) else [],
         "claim_timeout": int(settings.KAIROS_CLAIM_TIMEOUT),
+        "sla": int(settings.KAIROS_TICKET_SLA),
     })
 
 
@@ -180,12 +196,14 @@ def _candidates(step: Any) -> list[dict[str, Any]]:
 
     keys = set(step.candidates or [])
     nodes = nodes_from_json(step.ui_nodes or [])
-    chosen = [n for n in nodes if n.key in keys] or [
-        n for n in nodes if (n.clickable or n.checkable) and n.label]
+    # The agent's own candidates first, then every other element a person could tap: the
+    # right one is often not among the agent's (issue 26, item 8).
+    chosen = [n for n in nodes if n.key in keys] + [
+        n for n in nodes if n.key not in keys and (n.clickable or n.checkable) and n.label]
     return [{"key": n.key, "label": n.label, "cls": n.short_class, "x": n.center[0],
              "y": n.center[1], "left": n.bounds[0], "top": n.bounds[1],
              "width": n.bounds[2] - n.bounds[0], "height": n.bounds[3] - n.bounds[1]}
-            for n in chosen[:30]]
+            for n in chosen[:60]]
 
 
 @require_POST

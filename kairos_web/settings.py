@@ -257,6 +257,11 @@ KAIROS_CLAIM_TIMEOUT = envfloat("KAIROS_CLAIM_TIMEOUT", 300.0)
 KAIROS_REFIT_EVERY = envint("KAIROS_REFIT_EVERY", 50)
 if KAIROS_REFIT_EVERY < 0:
     raise ImproperlyConfigured("KAIROS_REFIT_EVERY must be 0 (nightly only) or more")
+# Seconds without an input after which an operator's take-over lapses: the task goes back
+# to the queue as an open ticket (agents/recovery.py; docs/console.md).
+KAIROS_TAKEOVER_TIMEOUT = envfloat("KAIROS_TAKEOVER_TIMEOUT", 300.0)
+# Seconds a ticket may wait before the console marks it late (the queue's SLA warning).
+KAIROS_TICKET_SLA = envfloat("KAIROS_TICKET_SLA", 120.0)
 KAIROS_SIM_DEVICES = [
     n.strip() for n in os.environ.get("KAIROS_SIM_DEVICES", "sim-1,sim-2").split(",") if n.strip()
 ]

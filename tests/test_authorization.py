@@ -89,6 +89,8 @@ TABLE: dict[str, dict[str, Row]] = {
     "/api/openapi.json": {"GET": Row((200, 200, 200, 200, 200))},
     "/api/docs": {"GET": Row((200, 200, 200, 200, 200))},
     "/api/devices": {"GET": Row((401, 200, 200, 200, 200))},
+    # Operators send an idle phone home (issue 26); sim-2 is idle in the world.
+    "/api/devices/{device_id}/home": {"POST": Row((401, 403, 403, 200, 200), url="/api/devices/sim-2/home")},
     "/api/tasks": {"GET": Row((401, 200, 200, 200, 200)),
                    "POST": Row((401, 201, 201, 201, 201),
                                body={"instruction": "Turn on Wi-Fi", "device": "sim-2"})},
@@ -99,7 +101,8 @@ TABLE: dict[str, dict[str, Row]] = {
     # Only the operator holding the take-over; nobody holds one here.
     "/api/tasks/{task_id}/input": {"POST": Row((401, 403, 404, 403, 403),
                                                body={"action": {"type": "PRESS_HOME"}})},
-    "/api/tasks/{task_id}/hand_back": {"POST": Row((401, 403, 404, 403, 403))},
+    # An admin may hand back anyone's take-over (issue 26): here none is on, so 409.
+    "/api/tasks/{task_id}/hand_back": {"POST": Row((401, 403, 404, 403, 409))},
     # The owner's verdict: only the owner (an operator who may see the task is refused);
     # the owner's own is 409 here because the task is still running (issue 24).
     "/api/tasks/{task_id}/verdict": {"POST": Row((401, 409, 404, 403, 403),
@@ -109,6 +112,8 @@ TABLE: dict[str, dict[str, Row]] = {
     "/api/tickets/{ticket_id}/claim": {"POST": Row(E403)},
     "/api/tickets/{ticket_id}/release": {"POST": Row((401, 403, 403, 409, 409))},
     "/api/tickets/{ticket_id}/resolve": {"POST": Row(E403, body={"decision": "abort"})},
+    "/api/tickets/{ticket_id}/ask": {"POST": Row((401, 403, 403, 201, 201), body={
+        "question": "Which size?", "options": ["Small", "Large"]})},
     # --- WebSockets (kairos_web/asgi.py) ---
     "ws/operator/": {"WS": Row((4401, 4403, 4403, OPEN, OPEN))},
     "ws/devices/<uuid:device_id>/screen/": {"WS": Row((4401, OPEN, 4403, OPEN, OPEN))},

@@ -73,7 +73,8 @@ def _body_schema(spec: dict[str, Any]) -> dict[str, Any]:
 VALID = {"instruction": "Turn on Wi-Fi", "device": "sim-1", "text": "hello",
          "action": {"type": "CLICK", "x": 10, "y": 10}, "decision": "edit", "answer": "yes",
          "threshold": 4, "backend": "heuristic", "suite": "toggles", "suite_task": "wifi_on",
-         "right": False, "note": "not what I asked"}
+         "right": False, "note": "not what I asked",
+         "question": "Which size?", "options": ["Small", "Large"]}
 
 
 def field_value(name: str) -> st.SearchStrategy:
@@ -101,7 +102,9 @@ def _quote(value: str) -> str:
 def requests(draw: Any, world: Any, operation: tuple[str, str, dict[str, Any]]) -> dict[str, Any]:
     method, path, spec = operation
     params = {"task_id": draw(st.one_of(st.just(world.params["task_id"]), text)),
-              "ticket_id": draw(st.one_of(st.just(world.params["ticket_id"]), text))}
+              "ticket_id": draw(st.one_of(st.just(world.params["ticket_id"]), text)),
+              "device_id": draw(st.one_of(st.just(world.params["device_id"]),
+                                          st.just("sim-2"), text))}
     url = path.format(**{k: _quote(v) for k, v in params.items()})
     query = {}
     for parameter in spec.get("parameters", []):

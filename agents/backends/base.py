@@ -46,6 +46,9 @@ class StepContext:
     # The most similar earlier episodes people verified, each {"goal", "start",
     # "actions"} (D-PoT §5.5; filled by agents.experience.layer, shown by planners).
     experience: list[dict[str, Any]] = field(default_factory=list)
+    # Earlier steps of this episode observed on this very screen since a person last
+    # decided (the no-progress guard, agents/loop.py).
+    screen_visits: int = 0
 
     @property
     def goal(self) -> str:

@@ -84,6 +84,18 @@ def llm_configured(environ: Mapping[str, str] | None = None) -> bool:
     return bool(env.get("KAIROS_LLM_BASE_URL") or env.get("KAIROS_LLM_MODEL"))
 
 
+def configuration_problem(environ: Mapping[str, str] | None = None) -> str:
+    """Why this process cannot call a model endpoint, in words naming the setting; "" when
+    it can (an endpoint, or a key for the default OpenAI endpoint)."""
+    env = os.environ if environ is None else environ
+    if env.get("KAIROS_LLM_BASE_URL") or env.get("KAIROS_LLM_API_KEY") or \
+            env.get("OPENAI_API_KEY"):
+        return ""
+    return ("the openai backend is not configured on this server: set KAIROS_LLM_BASE_URL "
+            "(an OpenAI-compatible endpoint; KAIROS_LLM_API_KEY for a hosted one) and "
+            "restart it, or leave 'backend' out for the default")
+
+
 class ModelCallError(Exception):
     """The endpoint failed and retries ran out (or the failure is not worth retrying)."""
 

@@ -186,6 +186,7 @@ def test_a_model_failing_mid_run_falls_back_to_tfidf(demo, phones, monkeypatch: 
         raise RuntimeError("CUDA out of memory")
 
     monkeypatch.setattr(embeddings, "load_embedder", lambda environ=None: broken)
+    monkeypatch.setenv("KAIROS_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # configured, never called
     earlier_tasks(demo["user"])
     task = services.create_task(demo["user"], Device.objects.get(name="sim-1"), QUERY,
                                 backend="openai", start=False)

@@ -102,3 +102,23 @@ def test_a_server_error_shows_a_friendly_page(client, settings):
     assert response.status_code == 500
     assert b"Something went wrong" in response.content
     assert b"Traceback" not in response.content
+
+
+def test_make_demo_on_a_busy_port_says_which_port_to_use_instead(tmp_path):
+    """Issue 26, item 7: checked first, with a hint, not uvicorn's bare error at the end."""
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {**os.environ, "KAIROS_VAR_DIR": str(tmp_path)}
+        out = subprocess.run(["make", "-s", "port", f"PORT={port}", f"PY={sys.executable}"],
+                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert f"port {port} on 127.0.0.1 is already in use" in out.stderr
+    assert f"make demo PORT={port + 1}" in out.stderr
+    free = _free_port()
+    out = subprocess.run(["make", "-s", "port", f"PORT={free}", f"PY={sys.executable}"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr

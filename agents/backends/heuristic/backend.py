@@ -28,7 +28,7 @@ from agents.backends.heuristic.errands import (
 from agents.backends.heuristic.forms import fill_form, sign_in, stepper, type_text
 from agents.backends.heuristic.intents import Intent, inherit_apps, parse_intent
 from agents.backends.heuristic.options import (
-    equally_valid, open_choice, pick_named_option, submit_form,
+    equally_valid, open_choice, pick_named_option, submit_form, under_specified,
 )
 from agents.backends.heuristic.progress import complete, current_sub_goal, sub_goal_status
 from agents.backends.heuristic.screen import ScreenView, read_screen
@@ -113,7 +113,7 @@ class HeuristicBackend:
             form = pick_named_option(view, ctx) or submit_form(view, ctx)
             if form is not None:
                 return done(form, "fill in and submit the form")
-            return done(complete(intents, status, view), "check that the goal is reached")
+            return done(complete(intents, status, view, ctx), "check that the goal is reached")
 
         intent = intents[current_index]
         choice = act_on(intent, view, ctx, goal)
@@ -132,6 +132,9 @@ def act_on(intent: Intent, view: ScreenView, ctx: StepContext, goal: str) -> Cho
     if intent.kind == "toggle":
         return toggle(intent, view, ctx)
     question = equally_valid(intent, view, ctx)
+    if question is not None:
+        return question
+    question = under_specified(intent, view, ctx)
     if question is not None:
         return question
     pick = pick_named_option(view, ctx)

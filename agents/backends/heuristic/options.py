@@ -14,7 +14,7 @@ from agents.backends.heuristic.choice import Choice
 from agents.backends.heuristic.history import history_labels
 from agents.backends.heuristic.intents import Intent, capitalised_names, normalise_words
 from agents.backends.heuristic.screen import ChoiceGroup, ScreenView, is_system_nav, related
-from agents.elements import is_editable, is_tappable, row_label
+from agents.elements import is_editable, is_tappable, node_label, row_label
 from agents.text import tokens
 from devices.actions import CLICK, Action
 from devices.uitree import UINode
@@ -98,6 +98,54 @@ def equally_valid(intent: Intent, view: ScreenView,
         action=None, confidence=2.0, clarification=Clarification(question, labels),
         thought=f"{_or_list(labels)} all fit '{intent.text}'; only the user knows which.",
         current_step=f"choose between {_or_list(labels)}",
+    )
+
+
+def under_specified(intent: Intent, view: ScreenView,
+                    ctx: StepContext) -> Proposal | Choice | None:
+    """Ask which one when the goal's app is open, lists items to choose from, and no
+    word of the step is on the screen ("Order a coffee" in Coffee, which lists Latte,
+    Cappuccino, Americano…): the instruction leaves the choice to the user (RecAgent
+    §3.6, an under-specified instruction), so the user is asked rather than an operator
+    handed a guess. The answer is read against the items listed (RecAgent Eq. 6)."""
+    if intent.kind != "click" or intent.app is None or view.package != intent.app.package \
+            or view.overlay:
+        return None
+    wanted = set(tokens(intent.target)) - set(tokens(intent.app.name))
+    items: list[tuple[UINode, str]] = []
+    for node in view.candidates:
+        if wanted & set(tokens(node_label(node, view.nodes))):
+            return None  # the step names something here: the other rules act on it
+        # Items of a list: clickable rows made of text lines, not buttons (Filters, Sort).
+        if (not node.clickable or node.text or is_editable(node) or is_system_nav(node)
+                or node.checkable or not any(n.parent == node.index and n.text.strip()
+                                             for n in view.nodes)):
+            continue
+        # A row is called by its title, its first line ("Latte", not its description).
+        label = row_label(node, view.nodes).strip()
+        if label and len(tokens(label)) <= 4 and not any(
+                related(node, kept, view.nodes) for kept, _ in items):
+            items.append((node, label))
+    labels = list(dict.fromkeys(label for _, label in items))
+    if not 3 <= len(labels) <= 8:
+        return None
+    # Whatever the user said, to this question or in the chat, is read against the items.
+    answered = set(tokens(" ".join(ctx.answers)))
+    named = [(node, label) for node, label in items if set(tokens(label)) <= answered]
+    if len(named) == 1:
+        node, label = named[0]
+        x, y = node.center
+        # The evidence of pick_named_option: the option the (refined) goal names.
+        return Choice(Action(CLICK, x=x, y=y, element=label), 5.0,
+                      f"The user chose '{label}'.", [node.key], rule="pick_named_option")
+    question = f"Which one would you like: {_or_list(labels)}?"
+    if question in ctx.asked:
+        return None  # the answer names none of them: the rules below guess, low
+    return Proposal(
+        action=None, confidence=2.0, clarification=Clarification(question, labels),
+        thought=f"'{intent.text}' does not say which of {_or_list(labels)}; only the "
+                "user knows.",
+        current_step="ask which one",
     )
 
 

@@ -109,17 +109,31 @@ def sub_goal_status(intent: Intent, view: ScreenView, ctx: StepContext,
     return "seen" if finished_in_its_app(intent, view, ctx, visits) else "todo"
 
 
-def complete(intents: list[Intent], status: list[str], view: ScreenView) -> Choice:
+def complete(intents: list[Intent], status: list[str], view: ScreenView,
+             ctx: StepContext | None = None) -> Choice:
     visible = all(s == "done" for s in status[-1:])
     confidence = 5.0 if visible else 3.0  # history or a loose confirmation only
-    choice = Choice(Action(COMPLETE), confidence,
-                    "Every sub-goal's effect is visible on the screen; the task is done."
-                    if visible else "The history suggests every sub-goal is done.")
+    thought = "Every sub-goal's effect is visible on the screen; the task is done." \
+        if visible else "The history suggests every sub-goal is done."
+    # A switch the goal names that was never tapped was already as wanted: say so, the
+    # user reads this line as the task's result.
+    tapped = [_squash(label) for label in history_labels(ctx.history)] if ctx else []
+    untouched = [i for i, s in zip(intents, status) if i.kind == "toggle" and s == "done"
+                 and i.desired is not None and _squash(i.target) and not any(
+                     _squash(i.target) in t or (t and t in _squash(i.target)) for t in tapped)]
+    if untouched:
+        thought = " ".join(f"'{i.target}' was already {'on' if i.desired else 'off'}."
+                           for i in untouched) + " " + thought
+    choice = Choice(Action(COMPLETE), confidence, thought)
     # Evidence before COMPLETE: the last sub-goal shows on screen, and how many of
     # all of them do (the earlier ones may only be known from the history).
     choice.evidence.update(last_goal_visible=visible,
                            goals_visible=sum(1 for s in status if s == "done") / max(1, len(status)))
     return choice
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())  # "Wi-Fi" ~ "wifi"
 
 
 def current_sub_goal(intents: list[Intent], status: list[str],

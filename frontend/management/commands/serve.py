@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import socket
 import threading
 from typing import Any
 
@@ -19,6 +21,30 @@ def _mark_online(names: list[str]) -> None:
 
     Device.objects.filter(name__in=names).exclude(status=DeviceStatus.ONLINE).update(
         status=DeviceStatus.ONLINE)
+
+
+def port_problem(host: str, port: int) -> str:
+    """Why ``serve`` could not listen on host:port, with what to do instead; "" if it can.
+
+    Checked before anything starts (issue 26, item 7): uvicorn's own "address already in
+    use" came after the migrations and the seeding, with no hint.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        return f"cannot serve on {host}: {exc}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                return f"cannot serve on {host}:{port}: {exc.strerror}"
+            return (f"port {port} on {host} is already in use (another Kairos, or another "
+                    f"program). Pick a free one: make demo PORT={port + 1}  (or "
+                    f"manage.py serve --port {port + 1})")
+    return ""
 
 
 class EmbeddedServices:
@@ -118,8 +144,17 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--check-port", action="store_true",
+                            help="only check that the port is free (make demo does, first)")
 
     def handle(self, *args, host: str, port: int, **options):
+        from django.core.management.base import CommandError
+
+        problem = port_problem(host, port)
+        if problem:
+            raise CommandError(problem)
+        if options.get("check_port"):
+            return
         mode = "embedded default (SQLite, in-process worker, simulated phones)" \
             if settings.EMBEDDED else "full stack (workers and device host run separately)"
         self.stdout.write(f"Kairos on http://{host}:{port}/  — {mode}")

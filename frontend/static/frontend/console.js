@@ -13,7 +13,8 @@
     low_confidence: "Low confidence", ambiguous_intent: "Ambiguous intent",
     sensitive_action: "Sensitive action", parse_failure: "Unparseable output",
     toggle_state: "Toggle already set", repeated_failure: "Repeated failure",
-    device_error: "Device error", spot_check: "Spot check",
+    device_error: "Device error", model_error: "Model error", spot_check: "Spot check",
+    takeover_lapsed: "Take-over lapsed", no_progress: "No progress",
   };
 
   // --- plumbing ------------------------------------------------------------------------
@@ -127,6 +128,25 @@
     return t;
   }
 
+  // --- the queue's order, shared by the queue and "next ticket" -------------------------
+
+  // Sensitive actions first (a person must approve them before anything happens), then
+  // the oldest: what operators of such queues expect (issue 26).
+  function byPriority(a, b) {
+    const s = (t) => (t.reason === "sensitive_action" ? 0 : 1);
+    return s(a) - s(b) || Date.parse(a.created_at) - Date.parse(b.created_at);
+  }
+  const waitsForOperators = (t) => (t.status === "open" || t.status === "claimed") &&
+    !(t.kind === "clarification" && !t.escalated);
+
+  // The next ticket this operator may take, after ``exclude``: none held by someone else.
+  async function nextTicket(me, exclude) {
+    const list = (await api("GET", "/tickets?status=open"))
+      .filter((t) => waitsForOperators(t) && t.id !== exclude && (!t.assignee || t.assignee === me))
+      .sort(byPriority);
+    return list.length ? list[0] : null;
+  }
+
   // --- the queue (/console/) -----------------------------------------------------------
 
   function initConsole() {
@@ -143,24 +163,31 @@
       const actions = el("td", {class: "row-actions"});
       if (!held) actions.append(el("button", {type: "button", class: "claim", onclick: () => claim(t.id)}, "Claim"));
       if (mine) actions.append(el("button", {type: "button", class: "release", onclick: () => release(t.id)}, "Release"));
-      const conf = t.confidence === null || t.confidence === undefined ? "–" : t.confidence;
+      // On the 1–5 scale, to one decimal, as the ticket page shows it.
+      const conf = t.confidence === null || t.confidence === undefined ? "–" : Number(t.confidence).toFixed(1);
       const reason = t.kind === "clarification"
         ? "Unanswered question: " + (t.question || "") : (REASONS[t.reason] || t.reason);
-      return el("tr", {"data-ticket-id": t.id, "data-status": t.status, class: held ? (mine ? "mine" : "held") : ""},
+      const classes = [held ? (mine ? "mine" : "held") : "", t.reason === "sensitive_action" ? "sensitive" : "",
+                       late(t.created_at) ? "late" : ""].filter(Boolean).join(" ");
+      return el("tr", {"data-ticket-id": t.id, "data-status": t.status, class: classes},
         el("td", {}, el("a", {href: `/console/tickets/${t.id}/`}, reason)),
         el("td", {class: "instr", title: t.instruction}, t.instruction.length > 60 ? t.instruction.slice(0, 59) + "…" : t.instruction),
         el("td", {}, t.device),
         el("td", {class: "conf"}, conf),
         el("td", {class: "holder"}, held ? (mine ? "you" : held) : "–"),
-        el("td", {class: "age", "data-created": t.created_at}, age(t.created_at)),
+        el("td", {class: "age", "data-created": t.created_at, title: `waiting ${age(t.created_at)}`}, ageText(t.created_at)),
         actions);
     }
+    // The SLA warning: a ticket waiting longer than KAIROS_TICKET_SLA is marked late.
+    const sla = Number(root.dataset.sla || 120) * 1000;
+    function late(iso) { return !!iso && Date.now() - Date.parse(iso) > sla; }
+    function ageText(iso) { return age(iso) + (late(iso) ? " · late" : ""); }
 
     // The tab says how many tickets wait, so a console in a background tab is noticed.
     const baseTitle = document.title;
     function render() {
-      body.replaceChildren(...[...tickets.values()]
-        .sort((a, b) => Date.parse(a.created_at) - Date.parse(b.created_at)).map(row));
+      body.replaceChildren(...[...tickets.values()].sort(byPriority).map(row));
+      markCurrent();
       empty.hidden = tickets.size > 0;
       const waiting = [...tickets.values()].filter((t) => !t.assignee).length;
       document.title = (waiting ? `(${waiting}) ` : "") + baseTitle;
@@ -183,6 +210,54 @@
         osc.start(); osc.stop(audio.currentTime + 0.4);
       } catch (_) { /* no audio device: the title count still tells */ }
     }
+
+    // Opt-in desktop notifications (the Notification API) for a new ticket, for a console
+    // in a background tab or behind other windows; the choice is kept in this browser.
+    const notify = document.getElementById("notify-toggle");
+    notify.checked = localStorage.getItem("kairos.notify") === "1" &&
+      "Notification" in window && Notification.permission === "granted";
+    notify.addEventListener("change", async () => {
+      if (notify.checked) {
+        const permission = "Notification" in window ? await Notification.requestPermission() : "denied";
+        if (permission !== "granted") {
+          notify.checked = false;
+          flash("This browser does not allow notifications for Kairos (see its site settings).", true);
+        }
+      }
+      localStorage.setItem("kairos.notify", notify.checked ? "1" : "0");
+    });
+    function notifyOf(t) {
+      if (!notify.checked || !("Notification" in window) || Notification.permission !== "granted") return;
+      const reason = t.kind === "clarification" ? "Unanswered question" : (REASONS[t.reason] || t.reason);
+      const n = new Notification(`Kairos: ${reason}`, {body: `${t.device}: ${t.instruction}`, tag: t.id});
+      n.onclick = () => { window.focus(); location.href = `/console/tickets/${t.id}/`; };
+      notify.dataset.shown = String(Number(notify.dataset.shown || 0) + 1);
+    }
+    const next = document.getElementById("next-toggle");
+    next.checked = localStorage.getItem("kairos.next") === "1";
+    next.addEventListener("change", () => localStorage.setItem("kairos.next", next.checked ? "1" : "0"));
+
+    // J / K move through the queue, Enter opens the ticket.
+    let current = -1;
+    function markCurrent() {
+      const rows = [...body.querySelectorAll("tr[data-ticket-id]")];
+      rows.forEach((r, i) => r.classList.toggle("current", i === current));
+    }
+    document.addEventListener("keydown", (e) => {
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      if (["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement.tagName)) return;
+      const rows = [...body.querySelectorAll("tr[data-ticket-id]")];
+      if (!rows.length) return;
+      const key = e.key.toLowerCase();
+      if (key === "j" || key === "k") {
+        current = Math.max(0, Math.min(rows.length - 1, current + (key === "j" ? 1 : -1)));
+        markCurrent();
+        rows[current].scrollIntoView({block: "nearest"});
+      } else if (e.key === "Enter" && current >= 0 && rows[current]) {
+        e.preventDefault();
+        location.href = `/console/tickets/${rows[current].dataset.ticketId}/`;
+      }
+    });
 
     function put(t) {
       if (gone.has(t.id)) return;
@@ -219,11 +294,13 @@
         document.getElementById("queue-live").classList.add("on");
       },
       json(msg) {
-        if (msg.type === "task.updated") showTaskOnTile(msg.task);
+        if (msg.type === "task.updated") { showTaskOnTile(msg.task); dropTakenOver(msg.task); }
+        if (msg.type === "operators.online") document.getElementById("online").textContent = msg.online.join(", ") || "–";
+        if (msg.type === "ticket.resolved" && msg.ticket.decision === "takeover") addTakenOver(msg.ticket);
         if (msg.type === "ticket.opened" || msg.type === "ticket.claimed" || msg.type === "ticket.resolved") {
           if (msg.type === "ticket.opened") {
             gone.delete(msg.ticket.id);
-            if (!tickets.has(msg.ticket.id)) chime();
+            if (!tickets.has(msg.ticket.id)) { chime(); notifyOf(msg.ticket); }
           }
           if (touched) touched.add(msg.ticket.id);
           put(msg.ticket);
@@ -232,7 +309,39 @@
       },
       close() { document.getElementById("queue-live").classList.remove("on"); },
     });
-    setInterval(() => document.querySelectorAll("#queue td.age").forEach((td) => { td.textContent = age(td.dataset.created); }), 1000);
+    setInterval(() => document.querySelectorAll("#queue td.age").forEach((td) => {
+      td.textContent = ageText(td.dataset.created);
+      td.closest("tr").classList.toggle("late", late(td.dataset.created));
+    }), 1000);
+
+    // "In control now": the take-overs in progress and who holds them, live; an admin
+    // may hand back anyone's (audited), e.g. an operator who left without handing back.
+    const takenList = document.getElementById("taken-over");
+    const isAdmin = root.dataset.admin === "1";
+    function showTakenOver() {
+      document.getElementById("taken-over-empty").hidden = takenList.children.length > 0;
+    }
+    function addTakenOver(ticket) {
+      if (takenList.querySelector(`li[data-task-id="${ticket.task}"]`)) return;
+      const item = el("li", {"data-task-id": ticket.task},
+        el("b", {class: "who"}, ticket.resolved_by || "an operator"), " drives ", el("b", {}, ticket.device), ": ",
+        el("span", {class: "instr"}, ticket.instruction.length > 50 ? ticket.instruction.slice(0, 49) + "…" : ticket.instruction),
+        " · ", el("a", {href: `/console/tickets/${ticket.id}/`}, "ticket"));
+      if (isAdmin) item.append(" ", el("button", {type: "button", class: "hand-back", "data-task-id": ticket.task}, "Hand back"));
+      takenList.append(item);
+      showTakenOver();
+    }
+    function dropTakenOver(task) {
+      const item = takenList.querySelector(`li[data-task-id="${task.id}"]`);
+      if (item && task.status !== "taken_over") { item.remove(); showTakenOver(); }
+    }
+    takenList.addEventListener("click", async (e) => {
+      const button = e.target.closest("button.hand-back");
+      if (!button) return;
+      button.disabled = true;
+      try { dropTakenOver(await api("POST", `/tasks/${button.dataset.taskId}/hand_back`)); }
+      catch (err) { button.disabled = false; alert(err.message); }
+    });
 
     // Each phone tile says which task runs on it, kept live from task.updated.
     const ACTIVE = ["queued", "running", "waiting_operator", "waiting_user", "taken_over"];
@@ -272,6 +381,18 @@
     });
     const first = document.querySelector(".device-tile");
     if (first) select(first);
+    // An idle phone back to its home screen, so the next task does not start wherever the
+    // last one left it.
+    document.getElementById("reset-home").addEventListener("click", async () => {
+      const tile = document.querySelector(".device-tile.selected");
+      const note = document.getElementById("reset-note");
+      if (!tile) return;
+      try {
+        await api("POST", `/devices/${tile.dataset.deviceId}/home`);
+        note.textContent = `${tile.dataset.deviceName} is on its home screen.`;
+        note.classList.remove("error");
+      } catch (e) { note.textContent = e.message; note.classList.add("error"); }
+    });
   }
 
   // --- the ticket view (/console/tickets/<id>/) ----------------------------------------
@@ -307,9 +428,20 @@
       const size = Math.round(w / 19);
       const height = size * 1.9;
       const width = Math.min(w * 0.9, Math.max(w * 0.45, size * 0.62 * text.length + size * 1.6));
-      add("rect", {x: (w - width) / 2, y: h * 0.5 - height / 2, width, height, rx: height / 2,
+      // Where it covers the fewest of the screen's elements (the middle when that is free):
+      // always in the middle, it covered the very icons (an app to open on the launcher)
+      // the person must see to judge it.
+      const svg = group.ownerSVGElement;
+      const boxes = [...(svg ? svg.querySelectorAll("#cands rect") : [])].map((r) =>
+        ["x", "y", "width", "height"].map((k) => Number(r.getAttribute(k))));
+      const left = (w - width) / 2, right = (w + width) / 2;
+      const covers = (y) => boxes.filter(([bx, by, bw, bh]) =>
+        bx < right && left < bx + bw && by < y + height / 2 && y - height / 2 < by + bh).length;
+      const cy = [0.5, 0.66, 0.33, 0.8, 0.2, 0.88].map((f) => h * f)
+        .reduce((best, y) => (covers(y) < covers(best) ? y : best));
+      add("rect", {x: (w - width) / 2, y: cy - height / 2, width, height, rx: height / 2,
                    class: cls + " label-bg"});
-      const attrs = {x: w / 2, y: h * 0.5, "text-anchor": "middle", "dominant-baseline": "central",
+      const attrs = {x: w / 2, y: cy, "text-anchor": "middle", "dominant-baseline": "central",
                      "font-size": size, class: cls + " label"};
       // A long TYPE text is squeezed into the plate rather than running off the screen.
       if (text.length * size * 0.62 > width * 0.92) Object.assign(attrs, {textLength: width * 0.92, lengthAdjust: "spacingAndGlyphs"});
@@ -364,6 +496,9 @@
         answerForm.querySelector("button").disabled = state.busy || !(isOpen() && mayAct());
         answerForm.hidden = !isOpen();
       }
+      if ($("escalated")) $("escalated").hidden = !isOpen();  // answered: not waiting any more
+      if ($("answer-options")) $("answer-options").hidden = !isOpen();
+      document.querySelectorAll("button.quick-reply").forEach((b) => { b.disabled = state.busy || !(isOpen() && mayAct()); });
       if ($("approve")) $("approve").hidden = !isOpen();
       if ($("edit")) $("edit").hidden = !isOpen();
       $("takeover").hidden = !isOpen();
@@ -371,6 +506,8 @@
       $("abort").hidden = !(isOpen() || state.takeover);
       $("abort").disabled = state.busy || !((isOpen() && mayAct()) || state.takeover);
       $("live").hidden = !state.takeover;
+      // In control, A / E / T mean nothing: the keys go to the phone.
+      $("key-hints").hidden = state.takeover || !isOpen();
       // In control, the live phone takes the place of the step's (now stale) screenshot.
       if ($("shot")) $("shot").hidden = state.takeover;
       $("shot-title").textContent = state.takeover ? "Live screen — you control the phone" : shotTitle;
@@ -419,8 +556,12 @@
         } catch (_) { /* already gone: the socket tells */ }
       }
     }, Math.min(15000, idleLimit / 4));
+    // Reassigning reloads this page: the socket may already have told it that the admin
+    // now holds the ticket, and releasing on the way out would free what they just took.
+    let reassigning = false;
+    if ($("reassign-form")) $("reassign-form").addEventListener("submit", () => { reassigning = true; });
     window.addEventListener("pagehide", () => {
-      if (!holdsIt() || state.busy) return;
+      if (!holdsIt() || state.busy || reassigning) return;
       // keepalive lets the request outlive the page (closing the tab, following a link).
       fetch(`/api/tickets/${ticketId}/release`, {method: "POST", keepalive: true,
         credentials: "same-origin", headers: {"X-CSRFToken": cookie("csrftoken")}});
@@ -436,13 +577,25 @@
           state.takeover = true; state.taskStatus = "taken_over";
           flash("You control the phone. Hand back when done.");
           startRemote();
+          refresh();
+          $("live").scrollIntoView({block: "start"});  // the phone and its keys in view
         } else {
           flash(decision === "abort" ? "Task aborted." : "Done — the agent goes on.");
-          location.href = "/console/";
+          await leave(localStorage.getItem("kairos.next") === "1");
         }
       } catch (e) {
         flash(e.message, true);
       } finally { state.busy = false; refresh(); }
+    }
+
+    // Back to the queue, or on to the next ticket (after resolving when the operator
+    // asked for it on the console, and with the N key).
+    async function leave(toNext) {
+      let target = null;
+      if (toNext) {
+        try { target = await nextTicket(me, ticketId); } catch (_) { /* the queue then */ }
+      }
+      location.href = target ? `/console/tickets/${target.id}/` : "/console/";
     }
 
     // Edit: point on the screenshot, an element from the list, or the fields.
@@ -574,7 +727,7 @@
       const list = $("timeline");
       const empty = list.querySelector("li.muted");
       if (empty) empty.remove();
-      list.append(el("li", {"data-step": msg.step}, el("span", {}, `#${msg.step} `, el("b", {}, describe(msg.action)), el("span", {class: "muted"}, " by operator"))));
+      list.append(el("li", {"data-step": msg.step}, el("span", {}, `#${msg.step + 1} `, el("b", {}, describe(msg.action)), el("span", {class: "muted"}, " by operator"))));
     }
     async function handBack() {
       state.busy = true; refresh();
@@ -586,11 +739,20 @@
       } catch (e) { flash(e.message, true); }
       finally { state.busy = false; refresh(); }
     }
-    async function abort() {
-      // Asks first; what the operator writes is the reason the user reads in their chat.
-      const why = window.prompt("Abort this task? The agent stops for good and the user is " +
-                                "told that you stopped it. Why (optional, shown to the user):", "");
-      if (why === null) return;
+    // Asks first, in the page (the browser's own prompt blocks every tab and cannot be
+    // styled); what the operator writes is the reason the user reads in their chat.
+    function abort() {
+      $("abort-reason").value = "";
+      $("abort-dialog").showModal();
+      $("abort-reason").focus();
+    }
+    $("abort-cancel").addEventListener("click", () => $("abort-dialog").close());
+    $("abort-form").addEventListener("submit", (e) => {
+      e.preventDefault();
+      $("abort-dialog").close();
+      abortNow($("abort-reason").value);
+    });
+    async function abortNow(why) {
       if (isOpen()) return resolve("abort", why.trim() ? {answer: why.trim()} : {});
       state.busy = true; refresh();
       try { const task = await api("POST", `/tasks/${taskId}/abort`); state.takeover = false; state.taskStatus = task.status; flash("Task aborted."); }
@@ -608,6 +770,9 @@
       setEditing(!state.editing);
     });
     if ($("answer-form")) $("answer-form").addEventListener("submit", (e) => { e.preventDefault(); resolve("answer", {answer: $("answer").value}); });
+    // The same quick replies the user sees in their chat.
+    document.querySelectorAll("button.quick-reply").forEach((b) =>
+      b.addEventListener("click", () => resolve("answer", {answer: b.dataset.answer})));
     $("takeover").addEventListener("click", () => resolve("takeover"));
     $("handback").addEventListener("click", handBack);
     $("abort").addEventListener("click", abort);
@@ -622,6 +787,7 @@
       if (key === "a") click("approve");
       else if (key === "e") click("edit");
       else if (key === "t") click("takeover");
+      else if (key === "n" && !state.takeover && !state.busy) { e.preventDefault(); leave(true); }
     });
 
     // The user's chat, live, and a way to write to them.
@@ -634,9 +800,19 @@
         : m.sender === "operator" ? `Operator ${m.author || ""}`.trim()
         : m.sender === "agent" ? "Agent" : "System";
       list.append(el("li", {class: "from-" + m.sender, "data-message-id": m.id},
-        el("b", {}, who), " ", el("span", {class: "text"}, m.text)));
+        el("b", {}, who), " ", el("span", {class: "text"}, m.text),
+        ...(m.options && m.options.length ? [" ", el("span", {class: "muted"}, `[${m.options.join(" · ")}]`)] : [])));
       list.scrollTop = list.scrollHeight;
     }
+    if ($("ask-form")) $("ask-form").addEventListener("submit", async (e) => {
+      e.preventDefault();
+      const options = $("ask-options").value.split(",").map((o) => o.trim()).filter(Boolean);
+      try {
+        appendChat(await api("POST", `/tickets/${ticketId}/ask`, {question: $("ask-question").value, options}));
+        $("ask-question").value = ""; $("ask-options").value = "";
+        flash("Asked the user; their reply answers this ticket.");
+      } catch (err) { flash(err.message, true); }
+    });
     $("message-form").addEventListener("submit", async (e) => {
       e.preventDefault();
       const text = $("message-text").value;
@@ -651,12 +827,20 @@
       json(msg) {
         if (msg.type === "chat.message" && msg.task === taskId) appendChat(msg.message);
         if (msg.ticket && msg.ticket.id === ticketId && msg.type !== "ticket.opened") apply(msg.ticket);
-        if (msg.type === "task.updated" && msg.task.id === taskId) { state.taskStatus = msg.task.status; refresh(); }
+        if (msg.type === "task.updated" && msg.task.id === taskId) {
+          state.taskStatus = msg.task.status;
+          // A take-over that lapsed (or an admin handed back) ends control on this page too.
+          if (state.takeover && msg.task.status !== "taken_over") {
+            state.takeover = false;
+            flash("Your take-over has ended: the task went back to the queue.", true);
+          }
+          refresh();
+        }
       },
     });
 
     refresh();
-    if (state.takeover) startRemote();
+    if (state.takeover) { startRemote(); $("live").scrollIntoView({block: "start"}); }
   }
 
   window.Kairos = {initConsole, initTicket, api, drawAction};

@@ -133,7 +133,9 @@
       input.placeholder = "The task has finished; the chat is closed";
       return;
     }
-    if (task.status !== "waiting_user") disableQuickReplies(null);
+    // While an operator has the task, their question (asked from a ticket) stays open;
+    // replies of tickets that closed are disabled by refresh().
+    if (task.status !== "waiting_user" && task.status !== "waiting_operator") disableQuickReplies(null);
     input.placeholder = task.status === "waiting_user" ? "Your answer" : "Write a message";
   }
 
@@ -184,7 +186,7 @@
         link.rel = "noopener";
         var img = node("img", "thumb");
         img.src = s.screenshot_url;
-        img.alt = "step " + s.index;
+        img.alt = "step " + (s.index + 1);  // numbered from 1, as in the log
         link.appendChild(img);
         li.appendChild(link);
       }
@@ -237,7 +239,8 @@
     li.appendChild(node("b", null, who));
     li.appendChild(document.createTextNode(" "));
     li.appendChild(node("span", "text", m.text));
-    if (m.sender === "agent" && m.ticket && m.options && m.options.length) {
+    // The agent's questions and an operator's (asked from a ticket) offer quick replies.
+    if ((m.sender === "agent" || m.sender === "operator") && m.ticket && m.options && m.options.length) {
       openTicket = m.ticket;
       li.appendChild(quickReplies(m.ticket, m.options));
     }
