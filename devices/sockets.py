@@ -82,6 +82,15 @@ class _RefusedOrigin(KairosJsonConsumer):
         await self.refuse(CLOSE_FORBIDDEN)
 
 
+class UnknownPath(KairosJsonConsumer):
+    """Every socket path no route matches (``/ws/nope/``, ``/ws/operator`` without its
+    slash, a task id that is no UUID): accepted, then closed with 4404, like a refused
+    socket — not an exception in the router, which the server answers with HTTP 500."""
+
+    async def connect(self) -> None:
+        await self.refuse(CLOSE_NOT_FOUND)
+
+
 class AllowedHostsOrigin(OriginValidator):
     """Channels' AllowedHostsOriginValidator (a socket from another site's page is
     refused), refusing the way every other Kairos socket does: accept, close 4403."""
