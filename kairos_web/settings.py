@@ -113,7 +113,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "frontend.security.ContentSecurityPolicyMiddleware",
-    "frontend.api.ApiInputCheck",
+    "frontend.api.InputCheck",
 ]
 
 ROOT_URLCONF = "kairos_web.urls"
