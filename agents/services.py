@@ -188,6 +188,27 @@ def check_threshold(value: Any, device: Device | None = None) -> float:
     return threshold
 
 
+def check_requested_threshold(user: Any, value: Any, device: Device) -> float | None:
+    """γ a person asks for when starting a task from the API or the web form (issue 23.6).
+
+    The phone's γ (else the installation's) is set by admins; end users may raise it for
+    their own task but not lower it — a lower γ lets the agent act on steps it is less sure
+    of, which only operators and admins may allow. Refused with 403 naming the phone's γ
+    rather than silently clamped, so the caller knows what their task runs at. None (not
+    given) means the phone's γ.
+    """
+    if value is None:
+        return None
+    threshold = check_threshold(value, device)
+    floor = default_threshold(device)
+    if threshold < floor and not is_operator(user):
+        raise Forbidden(
+            f"threshold {threshold:g} is below the γ of {floor:g} set for '{device.name}'; "
+            f"only operators and admins may lower it (leave it out, or ask for {floor:g} "
+            "or more)")
+    return threshold
+
+
 def check_backend(name: Any, device: Device) -> str:
     from agents.backends import backend_names
 

@@ -9,11 +9,14 @@ the socket stays open, never dropped with a traceback.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 from urllib.parse import urlparse
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.security.websocket import OriginValidator
+
+logger = logging.getLogger(__name__)
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHENTICATED = 4401
@@ -84,6 +87,8 @@ class KairosJsonConsumer(AsyncJsonWebsocketConsumer):
                 self.scope["user"] = user  # the fresh copy (flags, groups) from now on
                 code = await self.recheck_access(user)
         if code is not None:
+            logger.info("closing %s of user %s with %s: their access changed",
+                        self.scope.get("path"), self.scope["user"].pk, code)
             self.closed = True
             await self.on_access_lost()
             await self.close(code=code)

@@ -210,6 +210,9 @@ def validation_error(request: HttpRequest, exc: ValidationError):
         message = str(error.get("msg"))
         if error.get("type") == "string_pattern_mismatch":
             message = "must not be empty"
+        elif error.get("type") == "float_type" and where in BOUNDS:
+            message = "must be a number between {} and {} (not a string or true/false)" \
+                .format(*BOUNDS[where])
         elif where in BOUNDS:
             message = "must be between {} and {}".format(*BOUNDS[where])
         problems.append(f"{where}: {message}" if where else message)
@@ -305,8 +308,9 @@ def create_task(request: HttpRequest, payload: TaskIn):
             not services.is_operator(request.user):
         raise services.Forbidden("only operators may run suite tasks or the oracle backend")
     suite, suite_task = services.check_suite(payload.suite, payload.suite_task)
+    threshold = services.check_requested_threshold(request.user, payload.threshold, device)
     task = services.create_task(
-        request.user, device, payload.instruction, threshold=payload.threshold,
+        request.user, device, payload.instruction, threshold=threshold,
         backend=payload.backend, suite=suite, suite_task=suite_task,
     )
     return 201, task_detail(task)
