@@ -64,6 +64,10 @@ class Conflict(ServiceError):
     status = 409
 
 
+class TooMany(ServiceError):
+    status = 429
+
+
 class DeviceUnavailable(ServiceError):
     """The phone did not answer: nothing is wrong with the request; try again later."""
 
@@ -207,6 +211,19 @@ def check_requested_threshold(user: Any, value: Any, device: Device) -> float | 
             f"only operators and admins may lower it (leave it out, or ask for {floor:g} "
             "or more)")
     return threshold
+
+
+def check_queue_room(user: Any) -> None:
+    """At most ``KAIROS_MAX_QUEUED_PER_USER`` of one user's tasks wait for a phone at once
+    (0: no limit), so one person cannot fill every phone's queue (issue 23.7)."""
+    limit = settings.KAIROS_MAX_QUEUED_PER_USER
+    if limit <= 0:
+        return
+    waiting = Task.objects.filter(owner=user, status=TaskStatus.QUEUED).count()
+    if waiting >= limit:
+        raise TooMany(
+            f"you already have {waiting} tasks waiting for a phone, the most one person may "
+            f"have (KAIROS_MAX_QUEUED_PER_USER = {limit}); wait for one to start, or abort one")
 
 
 def check_backend(name: Any, device: Device) -> str:

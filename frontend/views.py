@@ -1,6 +1,7 @@
 """Server-rendered pages for the three surfaces: operators, end users, admins."""
 from __future__ import annotations
 
+import logging
 from functools import wraps
 from typing import Any, Callable
 
@@ -17,6 +18,8 @@ from agents.models import ACTIVE_TASK_STATUSES, Step, Task, Ticket, TicketStatus
 from devices.actions import Action, text_problem, validate_action
 from devices.models import Device
 from frontend.api import healthz_status
+
+logger = logging.getLogger(__name__)
 
 
 def operator_required(view: Callable) -> Callable:
@@ -40,7 +43,15 @@ def admin_required(view: Callable) -> Callable:
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
+    """Each component's "ok" or "error". Why one failed (its message names database roles
+    and service addresses) is logged, and shown to staff only (issue 23.7)."""
     status, ok = healthz_status()
+    if not ok:
+        logger.warning("healthz: %s", "; ".join(
+            f"{name} {value}" for name, value in status.items() if value != "ok"))
+        if not (request.user.is_authenticated and request.user.is_staff):
+            status = {name: value if value == "ok" else "error"
+                      for name, value in status.items()}
     return JsonResponse(status, status=200 if ok else 503)
 
 
@@ -71,6 +82,7 @@ def task_list(request: HttpRequest) -> HttpResponse:
             # Empty means the phone's γ: the form sends a number only when it was changed.
             threshold = services.check_requested_threshold(
                 request.user, request.POST.get("threshold", "").strip() or None, device)
+            services.check_queue_room(request.user)
             task = services.create_task(request.user, device, request.POST.get("instruction"),
                                         threshold=threshold)
         except services.ServiceError as exc:
