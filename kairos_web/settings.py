@@ -85,8 +85,8 @@ KAIROS_LOGIN_LOCKOUT = envint("KAIROS_LOGIN_LOCKOUT", 900)
 # addresses, or "*"). Unset: none — the client's address is the connection's, so nobody
 # can pick their own address to sidestep the login lockout (issue 23.7).
 KAIROS_TRUSTED_PROXIES = os.environ.get("KAIROS_TRUSTED_PROXIES", "").strip()
-# Tasks one user may have waiting for a phone at once; beyond it a new task is refused
-# with 429 (issue 23.7).
+# Tasks one end user may have waiting for a phone at once (operators are not limited);
+# beyond it a new task is refused with 429 (issue 23.7).
 KAIROS_MAX_QUEUED_PER_USER = envint("KAIROS_MAX_QUEUED_PER_USER", 5)
 
 VAR_DIR = Path(os.environ.get("KAIROS_VAR_DIR", BASE_DIR / "var"))
