@@ -6,6 +6,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from agents import events, presence, services
+from devices.socket_access import session_user
 from devices.sockets import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED, KairosJsonConsumer
 
 
@@ -16,12 +17,21 @@ class KairosConsumer(KairosJsonConsumer):
         self.groups_joined = list(groups)
         for group in groups:
             await self.channel_layer.group_add(group, self.channel_name)
+        await self.watch_access()
 
     async def disconnect(self, code: int) -> None:
         for group in getattr(self, "groups_joined", []):
             await self.channel_layer.group_discard(group, self.channel_name)
+        await self.unwatch_access()
+
+    async def on_access_lost(self) -> None:
+        # Leave the groups first: no event of theirs may reach a user who lost access.
+        for group in getattr(self, "groups_joined", []):
+            await self.channel_layer.group_discard(group, self.channel_name)
 
     async def kairos_event(self, message: dict[str, Any]) -> None:
+        if getattr(self, "closed", False):
+            return
         await self.send_json(message["event"])
 
 
@@ -54,6 +64,10 @@ class OperatorConsumer(KairosConsumer):
         await self.channel_layer.group_send(events.OPERATORS_GROUP, {
             "type": "kairos.event", "event": {"type": "operators.online", "online": online}})
 
+    async def recheck_access(self, user: Any) -> int | None:
+        allowed = await database_sync_to_async(services.is_operator)(user)
+        return None if allowed else CLOSE_FORBIDDEN
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong"})
@@ -80,7 +94,16 @@ class TaskConsumer(KairosConsumer):
         await self.send_json({"type": "task.updated",
                               "task": await database_sync_to_async(events.task_summary)(self.task)})
 
+    async def recheck_access(self, user: Any) -> int | None:
+        try:
+            await database_sync_to_async(services.access_task)(user, self.task.id)
+        except services.ServiceError:
+            return CLOSE_FORBIDDEN
+        return None
+
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
+        if getattr(self, "closed", False):
+            return
         if not isinstance(content, dict) or content.get("type") != "chat.message":
             await self.send_json({"type": "error", "detail": "send {\"type\": \"chat.message\", \"text\": …}"})
             return
@@ -92,6 +115,11 @@ class TaskConsumer(KairosConsumer):
                                       content.get("text"), str) else None})
 
     def _post(self, text: Any, ticket_id: Any) -> None:
-        task = services.access_task(self.scope["user"], self.task.id)
-        services.post_message(task, self.scope["user"], text,
+        # The user as the session holds them now: a message sent after a logout, before
+        # its access.changed arrived, is refused too.
+        user = session_user(getattr(self.scope.get("session"), "session_key", None))
+        if not user.is_authenticated or user.pk != self.scope["user"].pk:
+            raise services.Forbidden("you are no longer logged in")
+        task = services.access_task(user, self.task.id)
+        services.post_message(task, user, text,
                               ticket_id=ticket_id if isinstance(ticket_id, str) else None)

@@ -70,6 +70,10 @@ class Conflict(ServiceError):
     status = 409
 
 
+class TooMany(ServiceError):
+    status = 429
+
+
 class DeviceUnavailable(ServiceError):
     """The phone did not answer: nothing is wrong with the request; try again later."""
 
@@ -212,6 +216,42 @@ def check_threshold(value: Any, device: Device | None = None) -> float:
     if not 0 <= threshold <= 5 or threshold != threshold:
         raise ServiceError(f"threshold must be between 0 and 5, not {value}")
     return threshold
+
+
+def check_requested_threshold(user: Any, value: Any, device: Device) -> float | None:
+    """γ a person asks for when starting a task from the API or the web form (issue 23.6).
+
+    The phone's γ (else the installation's) is set by admins; end users may raise it for
+    their own task but not lower it — a lower γ lets the agent act on steps it is less sure
+    of, which only operators and admins may allow. Refused with 403 naming the phone's γ
+    rather than silently clamped, so the caller knows what their task runs at. None (not
+    given) means the phone's γ.
+    """
+    if value is None:
+        return None
+    threshold = check_threshold(value, device)
+    floor = default_threshold(device)
+    if threshold < floor and not is_operator(user):
+        raise Forbidden(
+            f"threshold {threshold:g} is below the γ of {floor:g} set for '{device.name}'; "
+            f"only operators and admins may lower it (leave it out, or ask for {floor:g} "
+            "or more)")
+    return threshold
+
+
+def check_queue_room(user: Any) -> None:
+    """At most ``KAIROS_MAX_QUEUED_PER_USER`` of an end user's tasks wait for a phone at
+    once (0: no limit), so one person cannot fill every phone's queue (issue 23.7).
+    Operators and admins queue batches on purpose (suites, the chaos test) and are not
+    limited."""
+    limit = settings.KAIROS_MAX_QUEUED_PER_USER
+    if limit <= 0 or is_operator(user):
+        return
+    waiting = Task.objects.filter(owner=user, status=TaskStatus.QUEUED).count()
+    if waiting >= limit:
+        raise TooMany(
+            f"you already have {waiting} tasks waiting for a phone, the most one person may "
+            f"have (KAIROS_MAX_QUEUED_PER_USER = {limit}); wait for one to start, or abort one")
 
 
 def check_backend(name: Any, device: Device) -> str:

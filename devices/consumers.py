@@ -78,6 +78,7 @@ class ScreenConsumer(KairosJsonConsumer):
         self.pending: dict[str, Any] | None = None
         self.writer: asyncio.Task | None = None
         await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.watch_access()
         await self.accept()
         await self.send_json({"type": "screen.meta", "width": device.width,
                               "height": device.height, "device": device.name})
@@ -92,9 +93,21 @@ class ScreenConsumer(KairosJsonConsumer):
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
             await self.channel_layer.group_discard(self.group, self.channel_name)
+        await self.unwatch_access()
         writer = getattr(self, "writer", None)
         if writer is not None and not writer.done():
             writer.cancel()
+
+    async def recheck_access(self, user: Any) -> int | None:
+        found = await database_sync_to_async(_viewable_device)(user, self.device.id)
+        if isinstance(found, int):
+            return found
+        self.is_operator = found[1]
+        return None
+
+    async def on_access_lost(self) -> None:
+        self.pending = None  # a frame waiting to be written is never sent
+        await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def screen_access(self, message: dict[str, Any]) -> None:
         if self.is_operator or getattr(self, "closed", False):
@@ -137,6 +150,8 @@ class ScreenConsumer(KairosJsonConsumer):
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         from agents.services import ServiceError
 
+        if getattr(self, "closed", False):
+            return
         if not isinstance(content, dict) or content.get("type") != "input":
             await self.send_error("only {\"type\": \"input\"} is accepted")
             return

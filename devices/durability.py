@@ -56,12 +56,22 @@ def decode_sim_state(data: dict[str, Any]) -> Any:
     return SimState(**{key: _from_json(value) for key, value in data.items()})
 
 
+def _private(path: str, flags: int) -> int:
+    """``open``'s opener: a new file readable and writable by its owner only (0600),
+    whatever the umask; an existing one made so too."""
+    fd = os.open(path, flags, 0o600)
+    os.fchmod(fd, 0o600)
+    return fd
+
+
 class HostJournal:
     """The action log and the phones' saved states of one device host."""
 
     def __init__(self, directory: str | os.PathLike):
+        # What people typed is in the clear here: the host's own user only (issue 23.7).
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.directory, 0o700)
         self.log_path = self.directory / "actions.jsonl"
         self._log_lock = threading.Lock()
         self._resets: dict[str, tuple[str, str]] = {}
@@ -87,7 +97,8 @@ class HostJournal:
 
     def _append(self, entry: dict[str, Any]) -> None:
         line = json.dumps(entry, separators=(",", ":")) + "\n"
-        with self._log_lock, open(self.log_path, "a", encoding="utf-8") as log:
+        with self._log_lock, open(self.log_path, "a", encoding="utf-8",
+                                  opener=_private) as log:
             log.write(line)  # one write of one line: lines never interleave
 
     def _logged(self, entry: dict[str, Any]) -> bool:
@@ -118,7 +129,8 @@ class HostJournal:
                 "performed": dict(list(performed_steps.items())[-1000:]), "last": last}
         path = self._state_path(name)
         temporary = path.with_suffix(f".tmp{os.getpid()}")
-        temporary.write_text(json.dumps(data), encoding="utf-8")
+        with open(temporary, "w", encoding="utf-8", opener=_private) as out:
+            out.write(json.dumps(data))
         os.replace(temporary, path)  # atomic: a kill -9 leaves the old or the new state
 
     def restore(self, host: Any) -> list[str]:

@@ -9,11 +9,14 @@ the socket stays open, never dropped with a traceback.
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 from urllib.parse import urlparse
 
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from channels.security.websocket import OriginValidator
+
+logger = logging.getLogger(__name__)
 
 CLOSE_BAD_REQUEST = 4400
 CLOSE_UNAUTHENTICATED = 4401
@@ -51,6 +54,52 @@ class KairosJsonConsumer(AsyncJsonWebsocketConsumer):
 
         return await super().__call__(scope, noting_receive, send_unless_gone)
 
+    async def watch_access(self) -> None:
+        """Join the user's group, where every change of their access is announced
+        (``devices.socket_access``); call before accepting."""
+        from devices.socket_access import user_group
+
+        self.access_group = user_group(self.scope["user"].pk)
+        await self.channel_layer.group_add(self.access_group, self.channel_name)
+
+    async def unwatch_access(self) -> None:
+        if getattr(self, "access_group", None):
+            await self.channel_layer.group_discard(self.access_group, self.channel_name)
+
+    async def access_changed(self, message: dict[str, Any]) -> None:
+        """The user's access changed: re-read them from the session store and re-check
+        this socket's rule; close with 4401 / 4403 when it no longer holds."""
+        from channels.db import database_sync_to_async
+
+        from devices.socket_access import session_user
+
+        if getattr(self, "closed", False):
+            return
+        session = self.scope.get("session")
+        key = getattr(session, "session_key", None)
+        if message.get("session_key") and message["session_key"] == key:
+            code: int | None = CLOSE_UNAUTHENTICATED  # this very session logged out
+        else:
+            user = await database_sync_to_async(session_user)(key)
+            if not user.is_authenticated or user.pk != self.scope["user"].pk:
+                code = CLOSE_UNAUTHENTICATED
+            else:
+                self.scope["user"] = user  # the fresh copy (flags, groups) from now on
+                code = await self.recheck_access(user)
+        if code is not None:
+            logger.info("closing %s of user %s with %s: their access changed",
+                        self.scope.get("path"), self.scope["user"].pk, code)
+            self.closed = True
+            await self.on_access_lost()
+            await self.close(code=code)
+
+    async def recheck_access(self, user: Any) -> int | None:
+        """None while ``user`` may still use this socket, else the close code."""
+        return None
+
+    async def on_access_lost(self) -> None:
+        """Stop sending anything more before the close goes out."""
+
     async def refuse(self, code: int) -> None:
         await self.accept()
         await self.close(code=code)
@@ -80,6 +129,15 @@ class KairosJsonConsumer(AsyncJsonWebsocketConsumer):
 class _RefusedOrigin(KairosJsonConsumer):
     async def connect(self) -> None:
         await self.refuse(CLOSE_FORBIDDEN)
+
+
+class UnknownPath(KairosJsonConsumer):
+    """Every socket path no route matches (``/ws/nope/``, ``/ws/operator`` without its
+    slash, a task id that is no UUID): accepted, then closed with 4404, like a refused
+    socket — not an exception in the router, which the server answers with HTTP 500."""
+
+    async def connect(self) -> None:
+        await self.refuse(CLOSE_NOT_FOUND)
 
 
 class AllowedHostsOrigin(OriginValidator):

@@ -7,6 +7,7 @@ class FrontendConfig(AppConfig):
     def ready(self) -> None:
         from django.contrib import admin
 
+        from frontend import checks  # noqa: F401  (registers the deploy checks)
         from frontend.security import ThrottledAdminLoginForm
 
         # /admin/login/ is throttled like /login/ (frontend/security.py).

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
-from pydantic import BaseModel, ConfigDict, model_serializer
+from pydantic import BaseModel, ConfigDict, Strict, model_serializer
 
 from agents.models import (
     DecidedBy, Decision, Message, StepStatus, TaskStatus, TicketKind, TicketReason, TicketStatus,
@@ -191,7 +191,11 @@ def _action_schema() -> dict[str, Any]:
 class TaskIn(Schema):
     instruction: str = Field(..., min_length=1, max_length=2000, pattern=NOT_BLANK)
     device: str = Field(..., min_length=1, max_length=200, description="a device id or name")
-    threshold: float | None = Field(None, ge=0, le=5, description="γ; default 4")
+    # Strict: ``true`` and ``"5"`` are refused, not read as 1 and 5 (issue 23.7).
+    threshold: Annotated[float, Strict()] | None = Field(
+        None, ge=0, le=5, description="γ; default the phone's γ (set by admins). End users "
+                                      "may raise it; below it only operators and admins "
+                                      "(403)")
     backend: str | None = Field(None, max_length=32,
                                 description="heuristic, openai or oracle; 404 for another")
     suite: str | None = Field(None, min_length=1, max_length=100,

@@ -1,6 +1,7 @@
 """Server-rendered pages for the three surfaces: operators, end users, admins."""
 from __future__ import annotations
 
+import logging
 from functools import wraps
 from typing import Any, Callable
 
@@ -17,6 +18,8 @@ from agents.models import ACTIVE_TASK_STATUSES, Step, Task, TaskStatus, Ticket, 
 from devices.actions import Action, text_problem, validate_action
 from devices.models import Device
 from frontend.api import healthz_status
+
+logger = logging.getLogger(__name__)
 
 
 def operator_required(view: Callable) -> Callable:
@@ -40,7 +43,15 @@ def admin_required(view: Callable) -> Callable:
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
+    """Each component's "ok" or "error". Why one failed (its message names database roles
+    and service addresses) is logged, and shown to staff only (issue 23.7)."""
     status, ok = healthz_status()
+    if not ok:
+        logger.warning("healthz: %s", "; ".join(
+            f"{name} {value}" for name, value in status.items() if value != "ok"))
+        if not (request.user.is_authenticated and request.user.is_staff):
+            status = {name: value if value == "ok" else "error"
+                      for name, value in status.items()}
     return JsonResponse(status, status=200 if ok else 503)
 
 
@@ -51,25 +62,34 @@ def home(request: HttpRequest) -> HttpResponse:
     return redirect("task_list")
 
 
+def _task_form(request: HttpRequest, devices: Any, form: Any, status: int = 200) -> HttpResponse:
+    # Each phone's γ, so the form can say what "the phone's γ" is (issue 26.3).
+    devices = list(devices)
+    for device in devices:
+        device.gamma = services.default_threshold(device)
+    return render(request, "frontend/task_list.html", {
+        "tasks": services.visible_tasks(request.user).filter(owner=request.user)[:50],
+        "devices": devices, "form": form,
+        "may_lower": services.is_operator(request.user)}, status=status)
+
+
 @login_required
 def task_list(request: HttpRequest) -> HttpResponse:
     devices = services.usable_devices(request.user).filter(enabled=True)
     if request.method == "POST":
         try:
             device = services.access_device(request.user, request.POST.get("device", ""))
+            # Empty means the phone's γ: the form sends a number only when it was changed.
+            threshold = services.check_requested_threshold(
+                request.user, request.POST.get("threshold", "").strip() or None, device)
+            services.check_queue_room(request.user)
             task = services.create_task(request.user, device, request.POST.get("instruction"),
-                                        threshold=request.POST.get("threshold") or None)
+                                        threshold=threshold)
         except services.ServiceError as exc:
             messages.error(request, exc.detail)
-            return render(request, "frontend/task_list.html", {
-                "tasks": services.visible_tasks(request.user).filter(owner=request.user)[:50],
-                "devices": devices, "form": request.POST,
-                "default_threshold": services.default_threshold()}, status=exc.status)
+            return _task_form(request, devices, request.POST, exc.status)
         return redirect("task_detail", task_id=task.id)
-    tasks = services.visible_tasks(request.user).filter(owner=request.user)[:50]
-    return render(request, "frontend/task_list.html", {"tasks": tasks, "devices": devices,
-                                                       "form": {}, "default_threshold":
-                                                       services.default_threshold()})
+    return _task_form(request, devices, {})
 
 
 @login_required

@@ -24,16 +24,18 @@ if settings.INSECURE_SECRET_KEY:
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from django.urls import path  # noqa: E402
+from django.urls import path, re_path  # noqa: E402
 
 from agents.consumers import OperatorConsumer, TaskConsumer  # noqa: E402
 from devices.consumers import ScreenConsumer  # noqa: E402
-from devices.sockets import AllowedHostsOrigin  # noqa: E402
+from devices.sockets import AllowedHostsOrigin, UnknownPath  # noqa: E402
 
 websocket_urlpatterns = [
     path("ws/operator/", OperatorConsumer.as_asgi()),
     path("ws/devices/<uuid:device_id>/screen/", ScreenConsumer.as_asgi()),
     path("ws/tasks/<uuid:task_id>/", TaskConsumer.as_asgi()),
+    # Last: any other path is closed with 4404 (devices.sockets.UnknownPath).
+    re_path(r"^.*$", UnknownPath.as_asgi()),
 ]
 
 application = ProtocolTypeRouter({

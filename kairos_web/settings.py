@@ -82,10 +82,20 @@ KAIROS_CSP = os.environ.get("KAIROS_CSP", "")
 # seconds they lock that pair out for.
 KAIROS_LOGIN_MAX_FAILURES = envint("KAIROS_LOGIN_MAX_FAILURES", 5)
 KAIROS_LOGIN_LOCKOUT = envint("KAIROS_LOGIN_LOCKOUT", 900)
+# Proxies whose X-Forwarded-For / X-Forwarded-Proto `serve` believes (comma-separated
+# addresses, or "*"). Unset: none — the client's address is the connection's, so nobody
+# can pick their own address to sidestep the login lockout (issue 23.7).
+KAIROS_TRUSTED_PROXIES = os.environ.get("KAIROS_TRUSTED_PROXIES", "").strip()
+# Tasks one end user may have waiting for a phone at once (operators are not limited);
+# beyond it a new task is refused with 429 (issue 23.7).
+KAIROS_MAX_QUEUED_PER_USER = envint("KAIROS_MAX_QUEUED_PER_USER", 5)
 
 VAR_DIR = Path(os.environ.get("KAIROS_VAR_DIR", BASE_DIR / "var"))
 MEDIA_ROOT = VAR_DIR / "media"
 MEDIA_URL = "/media/"
+# Step screenshots show what people typed: readable by Kairos's own user only.
+FILE_UPLOAD_PERMISSIONS = 0o600
+FILE_UPLOAD_DIRECTORY_PERMISSIONS = 0o700
 STATIC_ROOT = VAR_DIR / "static"
 STATIC_URL = "/static/"
 
@@ -114,7 +124,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "frontend.security.ContentSecurityPolicyMiddleware",
-    "frontend.api.ApiInputCheck",
+    "frontend.api.InputCheck",
 ]
 
 ROOT_URLCONF = "kairos_web.urls"
@@ -287,12 +297,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "filters": {"no_403_tracebacks": {"()": "kairos_web.logging_filters.NoTracebackFor403"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         # Django's own console handler (DEBUG only) would print every warning a second
         # time next to the root handler's line.
         "django": {"handlers": [], "level": "INFO", "propagate": True},
+        "django.request": {"filters": ["no_403_tracebacks"]},
+        "django.security": {"filters": ["no_403_tracebacks"]},
         "django.channels.server": {"level": "WARNING"},
         "celery": {"level": "WARNING"},
         # One line per HTTP request and WebSocket handshake (serve turns it on).

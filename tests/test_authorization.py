@@ -118,6 +118,8 @@ TABLE: dict[str, dict[str, Row]] = {
     "ws/operator/": {"WS": Row((4401, 4403, 4403, OPEN, OPEN))},
     "ws/devices/<uuid:device_id>/screen/": {"WS": Row((4401, OPEN, 4403, OPEN, OPEN))},
     "ws/tasks/<uuid:task_id>/": {"WS": Row((4401, OPEN, 4403, OPEN, OPEN))},
+    # Any other socket path: closed with 4404 for everyone, never an HTTP 500 (issue 23.5).
+    "^.*$": {"WS": Row((4404, 4404, 4404, 4404, 4404), url="/ws/nope/")},
 }
 
 

@@ -95,7 +95,12 @@ def running_server(var: Path, **env_overrides: str) -> Iterator[KairosServer]:
                 "KAIROS_SIM_DEVICES": "sim-1,sim-2,sim-3,sim-4,sim-5",
                 "DJANGO_SETTINGS_MODULE": "kairos_web.settings",
                 "KAIROS_CLARIFICATION_TIMEOUT": os.environ.get(
-                    "KAIROS_TEST_CLARIFICATION_TIMEOUT", "8")})
+                    "KAIROS_TEST_CLARIFICATION_TIMEOUT", "8"),
+                # The end user's flows run at caution 0 (only questions about what they
+                # want stop the agent); end users may not go below the installation's γ
+                # (issue 23.6), so this installation's is 0. Tests that want operators in
+                # the loop ask for 4 or 5 explicitly.
+                "KAIROS_DEFAULT_THRESHOLD": "0"})
     env.update(env_overrides)
     port = _free_port()
     server = KairosServer(f"http://127.0.0.1:{port}", env, var / "serve.log")

@@ -339,3 +339,53 @@ def test_a_failed_task_says_why(login, kairos_server):
     expect(page.locator("#live-screen-note")).to_contain_text("The screen when the task ended")
     expect(page.locator("#task-now")).not_to_contain_text("..")
     save_screenshot(page, "task-failed")
+
+
+def test_a_task_from_the_form_runs_at_the_phones_gamma_an_admin_set(login, kairos_server):
+    """Issue 26.3: the form sent the installation default whatever the phone's γ; issue
+    23.6: an end user may not go below it."""
+    from playwright.sync_api import expect
+
+    free_phone(kairos_server, "sim-5")
+    admin = login("admin")
+    admin.goto(kairos_server.url + "/review/calibration/")
+    row = admin.locator("tr[data-device='sim-5']")
+    row.locator("input[name=gamma]").fill("5")
+    row.get_by_role("button", name="Set").click()
+    expect(admin.locator("tr[data-device='sim-5'] td").nth(1)).to_have_text("5")
+    user_token = kairos_server.token("user")
+    task_id = None
+    try:
+        page = login("user")
+        page.goto(kairos_server.url + "/tasks/")
+        page.select_option("select[name=device]", label="sim-5")
+        caution = page.locator("input[name=threshold]")
+        expect(caution).to_have_value("")
+        expect(caution).to_have_attribute("placeholder", "phone's γ: 5")
+        expect(page.locator("#threshold-note")).to_have_text(
+            "Caution: sim-5's γ, 5, unless you change it (you may raise it, not lower it).")
+
+        # Lower than the admin's γ: refused, with the reason, and nothing starts.
+        page.fill("textarea[name=instruction]", "Turn on Wi-Fi")
+        caution.fill("0")
+        page.click("button:has-text('Start task')")
+        expect(page.locator(".flash li.error")).to_contain_text(
+            "threshold 0 is below the γ of 5 set for 'sim-5'")
+
+        # Left alone: the task runs at the phone's γ.
+        page.goto(kairos_server.url + "/tasks/")
+        page.select_option("select[name=device]", label="sim-5")
+        page.fill("textarea[name=instruction]", "Turn on Wi-Fi")
+        page.click("button:has-text('Start task')")
+        page.wait_for_url(re.compile(r"/tasks/[0-9a-f-]{36}/$"))
+        task_id = page.url.rstrip("/").rsplit("/", 1)[-1]
+        code, task = kairos_server.api("GET", f"/api/tasks/{task_id}", user_token)
+        assert code == 200 and task["threshold"] == 5.0
+    finally:
+        if task_id:
+            kairos_server.api("POST", f"/api/tasks/{task_id}/abort", user_token)
+        admin.goto(kairos_server.url + "/review/calibration/")
+        row = admin.locator("tr[data-device='sim-5']")
+        row.locator("input[name=gamma]").fill("")
+        row.get_by_role("button", name="Set").click()
+        expect(admin.locator("tr[data-device='sim-5'] td").nth(1)).to_have_text("default")

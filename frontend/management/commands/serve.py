@@ -162,7 +162,12 @@ class Command(BaseCommand):
         # Logging stays Django's (settings.LOGGING): uvicorn must not add handlers of its
         # own, or every line would be printed twice; its access log gives one line per
         # request.
+        # X-Forwarded-For is believed only from KAIROS_TRUSTED_PROXIES (default: nobody).
+        # uvicorn's own default trusts 127.0.0.1, so any local proxy passing the client's
+        # header on let a client choose its address, and a fresh lockout with it.
+        trusted = settings.KAIROS_TRUSTED_PROXIES
         config = uvicorn.Config(build_app(), host=host, port=port, lifespan="on",
                                 log_config=None, log_level=None, access_log=True,
-                                ws_max_size=1 << 20)
+                                ws_max_size=1 << 20, proxy_headers=bool(trusted),
+                                forwarded_allow_ips=trusted or None)
         uvicorn.Server(config).run()

@@ -25,6 +25,24 @@
     count();
   }
 
+  // Caution: left empty, the task runs at the chosen phone's γ (set by an admin); the
+  // placeholder and the note say which number that is for the phone selected now.
+  var phone = document.querySelector("#new-task select[name=device]");
+  var gamma = document.querySelector("#new-task input[name=threshold]");
+  var note = document.getElementById("threshold-note");
+  if (phone && gamma && note) {
+    var showGamma = function () {
+      var option = phone.options[phone.selectedIndex];
+      var g = option ? option.dataset.gamma : "";
+      gamma.placeholder = "phone's γ: " + g;
+      var mayLower = gamma.dataset.mayLower === "1";
+      note.textContent = "Caution: " + option.textContent + "'s γ, " + g + ", unless you change it" +
+        (mayLower ? "." : " (you may raise it, not lower it).");
+    };
+    phone.addEventListener("change", showGamma);
+    showGamma();
+  }
+
   function ago(iso) {
     var s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
     if (s < 10) return "just now";
