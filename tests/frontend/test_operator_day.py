@@ -116,8 +116,17 @@ def test_an_admin_hands_back_another_operators_take_over_and_it_is_audited(
 
 # --- item 4: going round in circles asks a person at any γ ----------------------------
 
+@pytest.fixture
+def caution_0_phone(demo):
+    """An admin lets sim-1 run at caution 0: an end user may not go below the phone's γ
+    (issue 23, item 6)."""
+    from devices.models import Device
+
+    Device.objects.filter(name="sim-1").update(threshold=0)
+
+
 def test_at_caution_0_an_agent_going_round_in_circles_asks_a_person_within_12_steps(
-        api, phones, inline_steps):
+        api, phones, inline_steps, caution_0_phone):
     status, task = api("post", "/api/tasks", user="user", body={
         "instruction": "Send a message to mom", "device": "sim-1", "threshold": 0})
     assert status == 201
@@ -213,7 +222,7 @@ def test_a_reply_that_names_nothing_on_screen_leaves_the_ticket_to_operators(
 # --- item 8: the smaller defects -------------------------------------------------------
 
 def test_a_finished_tasks_result_says_what_was_done_and_what_the_agent_saw(
-        api, phones, inline_steps):
+        api, phones, inline_steps, caution_0_phone):
     def run(text):
         _, task = api("post", "/api/tasks", user="user", body={
             "instruction": text, "device": "sim-1", "threshold": 0})
