@@ -15,8 +15,8 @@ Two records are pooled, as a Beta prior and its data are:
   measured offline by ``manage.py fit_experience_prior`` with ``evaluate --learn`` on the
   development material (never the held-out suites). Like the shipped evidence
   calibrator, it is what a new installation starts from. Its counts are scaled down to
-  at most ``PRIOR_WEIGHT`` observations: other apps, other people — worth a few dozen of
-  this installation's own, not thousands. The layer puts the bucket's counts on the
+  at most ``PRIOR_WEIGHT`` (15) observations: other apps, other people — worth a few of
+  this installation's own, not hundreds. The layer puts the bucket's counts on the
   evidence (``memory_prior_right``, ``memory_prior_wrong``); an admin turns it off with
   ``KAIROS_EXPERIENCE_PRIOR=0`` (then no prior keys, and only the own record counts);
 * **the installation's own record** of that kind of memory (``memory_record_right``,
@@ -24,11 +24,14 @@ Two records are pooled, as a Beta prior and its data are:
   judged (approved or corrected on a ticket, or that acted alone in a task whose end user
   gave a verdict), counted out of sample before the step at hand, weighted fully.
 
-The probability is the Wilson lower bound (z = 1) of the pooled counts. With a prior of
-``PRIOR_WEIGHT`` = 40 all right, a memory confirmed 3+ times for the same words clears
-γ = 4 (P ≥ 0.95) on a fresh installation; **one own wrong** pulls it under 0.95 at once,
-and the own record must then earn it back; γ = 5 (P ≥ 0.99) needs ~99 right, so the prior
-alone never reaches it. Without the prior: ~19 judged right and none wrong for γ = 4.
+The probability is the Wilson lower bound (z = 1) of the pooled counts. A bucket measured
+all right (15 of 15 after scaling) gives 0.94 alone — under γ = 4 (P ≥ 0.95) — and clears
+it after four of this installation's own memory proposals of the kind were judged right
+(19/20); **one own wrong** pulls it to 0.88 at once, and ~40 more right ones are needed to
+earn γ = 4 back; γ = 5 (P ≥ 0.99) needs ~99 right, which the prior never supplies. A
+bucket with wrong ones in its record (a memory confirmed once for a close instruction:
+88 right, 6 wrong) starts lower and needs far more. Without the prior: ~19 judged right
+and none wrong for γ = 4.
 
 * "disputed" memories: the same bound, never above ``WEAK_CAP`` — a decision people
   disagreed about, or one that barely fits, is shown to a person.
@@ -51,7 +54,9 @@ WEAK_CAP = 0.8
 UNBOUND_P = 0.3
 CONTRADICTED_CAP = 0.5
 # The most observations the shipped prior counts as (see the module docstring).
-PRIOR_WEIGHT = 40.0
+# 15: the prior alone never reaches γ = 4 (a flawless prior gives 15/16 = 0.94), so this
+# installation's own judged memory proposals must add at least four right ones.
+PRIOR_WEIGHT = 15.0
 SHIPPED_PRIOR = Path(__file__).resolve().parent / "shipped" / "experience_prior.json"
 PRIOR_FORMAT = "kairos-experience-prior/1"
 
