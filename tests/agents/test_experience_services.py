@@ -137,3 +137,24 @@ def test_forgetting_an_app_forgets_how_to_open_it_from_the_launcher(
     assert not ExperienceEntry.objects.filter(app=LAUNCHER).exists()
     _, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "please open settings")
     assert step.extra.get("evidence", {}).get("rule") != "experience"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("prior", [True, False], ids=["prior", "no-prior"])
+def test_an_admin_can_turn_the_shipped_prior_off(demo, scripted, inline_steps, phones,
+                                                 settings, prior):
+    settings.KAIROS_EXPERIENCE_PRIOR = prior
+    scripted([settings_icon, Proposal(Action("COMPLETE"), confidence=5.0),
+              clock_icon, clock_icon])
+    task, _ = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
+    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "approve")
+    inline_steps.drain()
+    _, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "please open settings")
+    evidence = step.extra["evidence"]
+    assert evidence["rule"] == "experience"
+    if prior:  # the shipped record of memories like this one counts, shown on the step
+        assert evidence["memory_prior_right"] > 0
+        assert step.confidence > 3.5  # P 0.94: still asked with nothing judged here
+    else:  # only this installation's own record: nothing judged yet
+        assert "memory_prior_right" not in evidence
+        assert step.confidence == 1.0
