@@ -306,7 +306,7 @@ def test_a_backend_that_proposes_what_people_confirmed_keeps_its_proposal_and_ga
 
 # --- the shipped prior (issue 25: "after at most three confirmations it acts alone") --
 
-def test_the_prior_lets_a_confirmed_memory_act_alone_after_a_few_own_rights_and_a_wrong_pulls_it_down():
+def test_the_prior_lets_a_memory_act_alone_after_a_few_own_rights_and_a_wrong_pulls_it_down():
     from agents.calibration.experience import ExperiencePrior
 
     prior = ExperiencePrior({"agreed/c3/same": (300, 0), "agreed/c1/close": (88, 6)},
@@ -356,3 +356,20 @@ def test_wifi_spelled_either_way_is_the_same_wish_and_names_stay_parameters():
     # a name only one of them says is still a parameter, not the wish
     assert intent_similarity("send Alex $40", "send Jordan $75") == 1.0
     assert intent_similarity("open my e-mail", "open my email") == 1.0
+
+
+def test_fit_experience_prior_counts_memory_proposals_and_refuses_held_out_suites(tmp_path):
+    from django.core.management import CommandError, call_command
+
+    from agents.calibration.experience import ExperiencePrior
+
+    out = tmp_path / "prior.json"
+    call_command("fit_experience_prior", "--suites", "toggles", "--thresholds", "5",
+                 "--out", str(out), stdout=open(tmp_path / "log", "w"))
+    prior = ExperiencePrior.from_json(json.loads(out.read_text()))
+    assert prior.meta["suites"] == ["toggles"] and prior.meta["proposals"] > 0
+    assert sum(r + w for r, w in prior.buckets.values()) == prior.meta["proposals"]
+    with pytest.raises(CommandError, match="held-out"):
+        call_command("fit_experience_prior", "--suites", "toggles,streams2_x",
+                     "--out", str(tmp_path / "no.json"))
+    assert not (tmp_path / "no.json").exists()

@@ -35,7 +35,8 @@ def wifi_off_on_the_home_screen(server: KairosServer, operator: str) -> None:
     code, task = server.api("POST", "/api/tasks", operator, {
         "instruction": "Get the phone ready", "device": PHONE, "threshold": 5,
         "suite": "toggles", "suite_task": "wifi_on_then_open_clock"})
-    assert code == 201 and task["status"] == "running", task  # the set-up ran
+    # started, not queued behind another task: its set-up has run
+    assert code == 201 and task["status"] in ("running", "waiting_operator"), task
     code, _ = server.api("POST", f"/api/tasks/{task['id']}/abort", operator)
     assert code == 200
 
@@ -77,7 +78,6 @@ def approve_until_finished(user: Any, console: Any, server: KairosServer) -> int
 def test_three_confirmed_requests_teach_the_phone_and_forget_undoes_it(login, kairos_server):
     operator = kairos_server.token("operator")
     user, console = login("user"), login("operator")
-    rounds = 0
     for rounds in range(1, ROUNDS + 1):
         wifi_off_on_the_home_screen(kairos_server, operator)
         task_id = ask(user, kairos_server, "Turn on Wi-Fi")
@@ -89,7 +89,6 @@ def test_three_confirmed_requests_teach_the_phone_and_forget_undoes_it(login, ka
         expect(user.locator("#verdict")).to_be_visible()
         _, task = kairos_server.api("GET", f"/api/tasks/{task_id}", operator)
         assert task["verdict"]["right"] is True
-    assert rounds <= ROUNDS
 
     # Another wording, on the same phone: it acts alone, and it is done.
     wifi_off_on_the_home_screen(kairos_server, operator)
