@@ -148,11 +148,55 @@ def _drop_cached(app: str) -> None:
         _TEMPLATES.pop(key, None)
 
 
+LAUNCHERS = ("com.android.launcher3",)
+
+
+def app_names(app: str) -> set[str]:
+    """The names the phones list ``app`` under, lower case: as their device hosts
+    registered them (``Device.apps``), and as the phones online say now."""
+    from devices.host import get_device_client
+    from devices.models import Device
+
+    names = set()
+    listed: list[Any] = []
+    for name, apps in Device.objects.values_list("name", "apps"):
+        listed.extend(apps or [])
+        try:
+            listed.extend(a.to_json() for a in get_device_client().info(name).apps)
+        except Exception:  # an offline phone: what it registered is all there is
+            continue
+    for info in listed:
+        if isinstance(info, dict) and info.get("package") == app and info.get("name"):
+            names.add(str(info["name"]).lower())
+    return names
+
+
+def _opening(app: str) -> list[int]:
+    """The launcher's remembered steps that open ``app``: OPENAPP by its name, or a tap
+    on its icon — learned about the app, so forgotten with it."""
+    names = app_names(app)
+    if not names:
+        return []
+    ids = list(ExperienceEntry.objects.filter(
+        app__in=LAUNCHERS, action_key__in=[f"OPENAPP|{n}" for n in names]).values_list(
+        "id", flat=True))
+    for row_id, action in ExperienceEntry.objects.filter(
+            app__in=LAUNCHERS, action_key__startswith="CLICK|").values_list("id", "action"):
+        label = str(((_json(action) or {}).get("locator") or {}).get("label", "")).lower()
+        if label in names:
+            ids.append(row_id)
+    return ids
+
+
 def forget_app(app: str) -> int:
-    """Delete everything learned about ``app``; returns the entries removed."""
+    """Delete everything learned about ``app`` — with how to open it from the launcher;
+    returns the entries removed."""
     _drop_cached(app)
+    for launcher in LAUNCHERS:
+        _drop_cached(launcher)
     with transaction.atomic():
-        count, _ = ExperienceEntry.objects.filter(app=app).delete()
+        opening = _opening(app) if app not in LAUNCHERS else []
+        count, _ = ExperienceEntry.objects.filter(Q(app=app) | Q(id__in=opening)).delete()
         ExperienceScreen.objects.filter(app=app).delete()
         ExperienceEpisode.objects.filter(app=app).delete()
     return int(count)

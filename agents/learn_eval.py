@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Sequence
 
 from agents import loop
+from agents.calibration.experience import ExperiencePrior, bucket
 from agents.calibration.gate import calibrated_backend
 from agents.evaluation import (
     CALIBRATIONS, DEFAULT_ORACLE_BUDGET, EpisodeJob, _find_task, _load_suite, _number,
@@ -38,7 +39,8 @@ ProgressCallback = Callable[[int, int], None]
 LAST = 12  # the issue's yardstick: the share asked over the last 12 tasks
 
 
-def _backend(job: EpisodeJob, device: Any, task: Any, store: MemoryStore, suite_name: str) -> Any:
+def _backend(job: EpisodeJob, device: Any, task: Any, store: MemoryStore, suite_name: str,
+             prior: ExperiencePrior | None = None) -> Any:
     from agents.backends import get_backend
 
     attempts: list[dict[str, Any]] = [
@@ -52,13 +54,17 @@ def _backend(job: EpisodeJob, device: Any, task: Any, store: MemoryStore, suite_
             if "unexpected keyword argument" not in str(exc) or not kwargs:
                 raise
     return calibrated_backend(ExperienceBackend(backend, store,
-                                                episodes=0 if job.backend == "heuristic" else 3),
+                                                episodes=0 if job.backend == "heuristic" else 3,
+                                                prior=prior),
                               episode_calibrator(job, suite_name))
 
 
-def run_learning_task(job: EpisodeJob, store: MemoryStore) -> tuple[Any, TaskLearning]:
+def run_learning_task(job: EpisodeJob, store: MemoryStore,
+                      prior: ExperiencePrior | None = None) -> tuple[Any, TaskLearning]:
     """One task on the installation ``store`` is; then what production records is
-    learned. Returns the metrics' TaskRecord and the task's learning row."""
+    learned. Returns the metrics' TaskRecord and the task's learning row, whose
+    ``memory`` lists the judged proposals that came from memory (their prior bucket and
+    whether the oracle found them right: what ``fit_experience_prior`` counts)."""
     from agents.episode import run_episode
     from devices.sim import Oracle
 
@@ -66,7 +72,7 @@ def run_learning_task(job: EpisodeJob, store: MemoryStore) -> tuple[Any, TaskLea
     task = _find_task(suite, job.task)
     device = _sim_device(suite, task)
     oracle = Oracle(device, task, max_states=job.oracle_budget)
-    backend = _backend(job, device, task, store, str(suite.name))
+    backend = _backend(job, device, task, store, str(suite.name), prior)
     row = TaskLearning(task=str(task.id))
 
     def on_step(observation: Any, proposal: Any, record: Any, action: Action) -> None:
@@ -88,6 +94,9 @@ def run_learning_task(job: EpisodeJob, store: MemoryStore) -> tuple[Any, TaskLea
             app=observation.app or "", nodes=list(observation.nodes),
             instruction=task.instruction, proposed=proposed, executed=action,
             decision=decision, memory_kind=kind, summary=summary, prev=prev))
+        if kind and record.needed is not None:
+            row.memory.append({"bucket": bucket(evidence), "right": not record.needed,
+                               "agrees": bool(evidence.get("memory_agrees"))})
         if record.needed is not None:
             row.steps += 1
             row.asked += int(bool(record.asked))
@@ -116,8 +125,11 @@ def evaluate_learning(
     operator: str = "oracle", max_steps: int = 30, tasks: Sequence[str] | None = None,
     calibration: str = "default", var_dir: str = "",
     oracle_budget: int = DEFAULT_ORACLE_BUDGET, progress: ProgressCallback | None = None,
+    prior: ExperiencePrior | None = None, memory_rows: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The suite in file order on a learning installation, per γ (module docstring)."""
+    """The suite in file order on a learning installation, per γ (module docstring).
+    ``prior``: the shipped prior of the memory's confidence (None: the own record only);
+    ``memory_rows``: where given, each judged memory proposal is appended to it."""
     thresholds = [float(t) for t in thresholds]
     if not thresholds:
         raise ValueError("at least one threshold is needed")
@@ -135,7 +147,10 @@ def evaluate_learning(
             job = EpisodeJob(suite, task_id, threshold, backend_name, operator, max_steps,
                              calibration=calibration, var_dir=var_dir,
                              oracle_budget=oracle_budget)
-            record, row = run_learning_task(job, store)
+            record, row = run_learning_task(job, store, prior)
+            if memory_rows is not None:
+                memory_rows.extend({"suite": suite_name, "threshold": _number(threshold),
+                                    **m} for m in row.memory)
             records.append(record)
             learning.append(row.to_json())
             done += 1

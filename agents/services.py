@@ -466,8 +466,12 @@ def _backend_for(task: Task):
         from agents.experience_store import DbStore
 
         # Earlier episodes are read only for backends whose prompt shows them.
+        from agents.calibration.experience import shipped_prior
+
         backend = with_experience(backend, DbStore(), episodes=3 if task.backend in
-                                  BACKENDS_WITH_REFERENCES else 0)
+                                  BACKENDS_WITH_REFERENCES else 0,
+                                  prior=shipped_prior() if settings.KAIROS_EXPERIENCE_PRIOR
+                                  else None)
     return calibrated_backend(backend,
                               find_calibrator(task.backend, var_dir=settings.VAR_DIR))
 

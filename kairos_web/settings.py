@@ -251,6 +251,9 @@ if KAIROS_ORACLE_BUDGET < 1:
 # The experience memory (issue 25): every backend proposes from what people confirmed
 # before, and every ticket decision teaches it. Off: the agent never learns or uses it.
 KAIROS_EXPERIENCE = envbool("KAIROS_EXPERIENCE", True)
+# The shipped prior of the memory's confidence (agents/calibration/shipped/
+# experience_prior.json); off: only this installation's own record counts.
+KAIROS_EXPERIENCE_PRIOR = envbool("KAIROS_EXPERIENCE_PRIOR", True)
 KAIROS_DEVICE_TIMEOUT = envfloat("KAIROS_DEVICE_TIMEOUT", 10.0)
 KAIROS_CLARIFICATION_TIMEOUT = envfloat("KAIROS_CLARIFICATION_TIMEOUT", 300.0)
 # A running task whose step was scheduled or started this long ago without moving is

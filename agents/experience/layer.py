@@ -31,7 +31,9 @@ from typing import Any
 
 from agents.backends.base import Backend, Proposal, StepContext
 from agents.calibration.calibrator import probability_to_score
-from agents.calibration.experience import cap_for_contradiction, experience_probability
+from agents.calibration.experience import (
+    ExperiencePrior, cap_for_contradiction, experience_probability,
+)
 from agents.experience.memory import Store, lookup, similar_episodes, step_key
 from devices.actions import Action, validate_action
 
@@ -42,11 +44,14 @@ logger = logging.getLogger(__name__)
 class ExperienceBackend:
     """``inner`` with the installation's experience (see the module docstring)."""
 
-    def __init__(self, inner: Backend, store: Store, *, episodes: int = EPISODES_IN_PROMPT
-                 ) -> None:
+    def __init__(self, inner: Backend, store: Store, *, episodes: int = EPISODES_IN_PROMPT,
+                 prior: ExperiencePrior | None = None) -> None:
         self.inner = inner
         self.store = store
         self.episodes = episodes
+        # the shipped record of memory proposals (agents.calibration.experience); None:
+        # only this installation's own record counts (KAIROS_EXPERIENCE_PRIOR=0)
+        self.prior = prior
         self.name = getattr(inner, "name", type(inner).__name__)
 
     def __getattr__(self, name: str) -> Any:
@@ -75,8 +80,15 @@ class ExperienceBackend:
             evidence: dict[str, Any] = {"rule": "experience", **best.evidence(),
                                         "memory_record_right": right,
                                         "memory_record_wrong": wrong}
-            agrees = bool(best.action is not None and proposal.action is not None
-                          and proposal.action.same_as(best.action))
+            if self.prior is not None:
+                prior_right, prior_wrong = self.prior.counts(evidence)
+                evidence["memory_prior_right"] = prior_right
+                evidence["memory_prior_wrong"] = prior_wrong
+            # The same decision: the same point, or the same element tapped elsewhere
+            # (the row's title rather than its centre) — not a different decision.
+            agrees = bool(best.action is not None and proposal.action is not None and (
+                proposal.action.same_as(best.action)
+                or found.for_action(proposal.action, nodes, ctx.goal) is best))
             if agrees:
                 # The backend proposes what people confirmed here: its own proposal stands,
                 # and the calibrator takes the better of its evidence and the memory's.
@@ -146,9 +158,12 @@ def _is_launcher(app: str) -> bool:
 
 
 def with_experience(backend: Backend, store: Store | None, *,
-                    episodes: int = EPISODES_IN_PROMPT) -> Backend:
+                    episodes: int = EPISODES_IN_PROMPT,
+                    prior: ExperiencePrior | None = None) -> Backend:
     """``backend`` with experience, or unchanged when there is no store. ``episodes``:
-    how many earlier episodes go on the context (0 for a backend without a prompt)."""
+    how many earlier episodes go on the context (0 for a backend without a prompt);
+    ``prior``: the shipped record of memory proposals, or None."""
     if store is None:
         return backend
-    return ExperienceBackend(backend, store, episodes=episodes)  # type: ignore[return-value]
+    return ExperienceBackend(backend, store, episodes=episodes,  # type: ignore[return-value]
+                             prior=prior)

@@ -127,6 +127,7 @@ class TaskLearning:
     alone_wrong: int = 0
     success: bool | None = None
     facts: list[StepFact] = field(default_factory=list)
+    memory: list[dict] = field(default_factory=list)  # judged memory proposals
 
     def to_json(self) -> dict:
         return {"task": self.task, "steps": self.steps, "asked": self.asked,

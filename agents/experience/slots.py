@@ -32,9 +32,15 @@ _ON = frozenset({"on", "enable", "activate", "start"})
 _OFF = frozenset({"off", "disable", "deactivate", "stop"})
 
 
+def norm(word: str) -> str:
+    """A word as compared: lower case, one apostrophe, no hyphen ("Wi-Fi" is "wifi",
+    "e-mail" is "email": general English spelling, not any app's wording)."""
+    return word.lower().replace("’", "'").replace("-", "")
+
+
 def words(text: str) -> list[str]:
     """Lower-cased words and numbers, unstemmed ("heating" is not "heat")."""
-    return [w.lower().replace("’", "'") for w in _WORD_RE.findall(text or "")]
+    return [norm(w) for w in _WORD_RE.findall(text or "")]
 
 
 def numbers(text: str) -> list[str]:
@@ -78,7 +84,7 @@ def direction(text: str) -> str | None:
 def intent_words(text: str) -> frozenset[str]:
     """The instruction's words without its parameters and stopwords: what is wanted, not
     for whom or how much."""
-    params = {n.lower() for n in names(text)} | set(numbers(text))
+    params = {norm(n) for n in names(text)} | set(numbers(text))
     return frozenset(w for w in words(text) if w not in STOPWORDS and w not in params
                      and w not in GENERIC_VERBS and w not in _ON and w not in _OFF
                      and not w.replace(".", "").isdigit())
@@ -92,10 +98,13 @@ def intent_similarity(a: str, b: str) -> float:
     if da is not None and db is not None and da != db:
         return 0.0
     wa, wb = intent_words(a), intent_words(b)
-    # A capitalised word both name is what is wanted ("Wi-Fi"), not a parameter.
-    shared = {n.lower() for n in names(a)} & {n.lower() for n in names(b)}
-    union = len(wa | wb) + len(shared)
-    similarity = 1.0 if not union else (len(wa & wb) + len(shared)) / union
+    # A capitalised word is a parameter ("send Alex …") unless the other instruction names
+    # it too, capitalised or not: then it is what is wanted ("Turn on Wi-Fi" and "switch
+    # the wifi on" both want the wifi).
+    na, nb = {norm(n) for n in names(a)}, {norm(n) for n in names(b)}
+    wa, wb = wa | (na & (nb | wb)), wb | (nb & (na | wa))
+    union = len(wa | wb)
+    similarity = 1.0 if not union else len(wa & wb) / union
     # one switches something on or off, the other does not: probably not the same wish
     return similarity * (0.5 if (da is None) != (db is None) else 1.0)
 

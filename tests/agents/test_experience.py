@@ -302,3 +302,74 @@ def test_a_backend_that_proposes_what_people_confirmed_keeps_its_proposal_and_ga
     proposal = ExperienceBackend(Unsure(), store).propose(ctx)
     assert proposal.evidence["rule"] == "click_best" and proposal.evidence["memory_agrees"]
     assert proposal.confidence >= 4.0  # the memory's record lifts the unsure backend
+
+
+# --- the shipped prior (issue 25: "after at most three confirmations it acts alone") --
+
+def test_the_prior_lets_a_memory_act_alone_after_a_few_own_rights_and_a_wrong_pulls_it_down():
+    from agents.calibration.experience import ExperiencePrior
+
+    prior = ExperiencePrior({"agreed/c3/same": (300, 0), "agreed/c1/close": (88, 6)},
+                            weight=15)
+    strong = {"rule": "experience", "memory_bound": True, "memory_kind": "agreed",
+              "memory_confirmed": 3, "memory_intent": 1.0}
+
+    def p(evidence, right, wrong=0):
+        pr, pw = prior.counts(evidence)
+        return experience_probability({**evidence, "memory_record_right": right,
+                                       "memory_record_wrong": wrong,
+                                       "memory_prior_right": pr, "memory_prior_wrong": pw})
+
+    assert prior.counts(strong) == (15.0, 0.0)  # 300 measured count as 15
+    assert p(strong, 0) < 0.95  # the prior alone never acts
+    assert p(strong, 4) >= 0.95  # four of this installation's own, judged right
+    assert experience_probability({**strong, "memory_record_right": 4}) < 0.95  # prior off
+    assert p(strong, 4, 1) < 0.9  # one own wrong pulls it down at once
+    assert p(strong, 30, 1) < 0.95
+    assert p(strong, 60) < 0.99  # γ = 5 needs a long own record (~85 right)
+    weak = {**strong, "memory_confirmed": 1, "memory_intent": 0.6}
+    assert p(weak, 4) < 0.95  # a bucket that was wrong at times starts lower
+    assert p({**strong, "memory_kind": "disputed"}, 500) <= 0.8
+    assert p({**strong, "memory_bound": False}, 500) < 0.5
+    unmeasured = {**strong, "memory_intent": 0.3}
+    assert prior.counts(unmeasured) == (0.0, 0.0)
+
+
+def test_the_shipped_prior_says_how_and_when_it_was_measured_and_never_on_held_out_suites():
+    from agents.calibration.experience import SHIPPED_PRIOR, ExperiencePrior, shipped_prior
+
+    data = json.loads(SHIPPED_PRIOR.read_text())
+    assert data["measured"] and data["how"] and data["proposals"] > 0
+    held_out = ("heldout_", "streams2_", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15")
+    assert data["suites"] and not any(s.startswith(held_out) for s in data["suites"])
+    prior = shipped_prior()
+    assert prior.buckets and ExperiencePrior.from_json(prior.to_json()).buckets == prior.buckets
+    with pytest.raises(ValueError):
+        ExperiencePrior.from_json({"format": "something else"})
+
+
+def test_wifi_spelled_either_way_is_the_same_wish_and_names_stay_parameters():
+    from agents.experience.slots import intent_similarity
+
+    assert intent_similarity("Turn on Wi-Fi", "could you switch the wifi on") == 1.0
+    assert intent_similarity("Turn on Wi-Fi", "turn the wifi off") == 0.0
+    # a name only one of them says is still a parameter, not the wish
+    assert intent_similarity("send Alex $40", "send Jordan $75") == 1.0
+    assert intent_similarity("open my e-mail", "open my email") == 1.0
+
+
+def test_fit_experience_prior_counts_memory_proposals_and_refuses_held_out_suites(tmp_path):
+    from django.core.management import CommandError, call_command
+
+    from agents.calibration.experience import ExperiencePrior
+
+    out = tmp_path / "prior.json"
+    call_command("fit_experience_prior", "--suites", "toggles", "--thresholds", "5",
+                 "--out", str(out), stdout=open(tmp_path / "log", "w"))
+    prior = ExperiencePrior.from_json(json.loads(out.read_text()))
+    assert prior.meta["suites"] == ["toggles"] and prior.meta["proposals"] > 0
+    assert sum(r + w for r, w in prior.buckets.values()) == prior.meta["proposals"]
+    with pytest.raises(CommandError, match="held-out"):
+        call_command("fit_experience_prior", "--suites", "toggles,streams2_x",
+                     "--out", str(tmp_path / "no.json"))
+    assert not (tmp_path / "no.json").exists()

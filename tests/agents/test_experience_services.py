@@ -118,3 +118,43 @@ def test_take_over_inputs_teach_and_one_repeating_the_proposal_confirms_it(
     rows = list(ExperienceEntry.objects.order_by("id").values_list("source", "polarity",
                                                                     "action__type"))
     assert rows == [("approve", 1, "CLICK"), ("takeover", 1, "PRESS_BACK")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_forgetting_an_app_forgets_how_to_open_it_from_the_launcher(
+        demo, scripted, inline_steps, phones):
+    """What was learned on the launcher about opening Settings is learned about Settings:
+    after "Forget" of Settings, nothing remembered opens it alone any more."""
+    scripted([settings_icon, Proposal(Action("COMPLETE"), confidence=5.0),
+              clock_icon, clock_icon])
+    task, _ = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
+    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "approve")
+    inline_steps.drain()
+    assert ExperienceEntry.objects.filter(app=LAUNCHER).count() == 1
+
+    assert forget_app("com.kairos.clock") == 0  # another app's forget leaves it
+    assert forget_app("com.kairos.settings") == 1
+    assert not ExperienceEntry.objects.filter(app=LAUNCHER).exists()
+    _, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "please open settings")
+    assert step.extra.get("evidence", {}).get("rule") != "experience"
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("prior", [True, False], ids=["prior", "no-prior"])
+def test_an_admin_can_turn_the_shipped_prior_off(demo, scripted, inline_steps, phones,
+                                                 settings, prior):
+    settings.KAIROS_EXPERIENCE_PRIOR = prior
+    scripted([settings_icon, Proposal(Action("COMPLETE"), confidence=5.0),
+              clock_icon, clock_icon])
+    task, _ = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
+    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "approve")
+    inline_steps.drain()
+    _, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "please open settings")
+    evidence = step.extra["evidence"]
+    assert evidence["rule"] == "experience"
+    if prior:  # the shipped record of memories like this one counts, shown on the step
+        assert evidence["memory_prior_right"] > 0
+        assert step.confidence > 3.5  # P 0.94: still asked with nothing judged here
+    else:  # only this installation's own record: nothing judged yet
+        assert "memory_prior_right" not in evidence
+        assert step.confidence == 1.0

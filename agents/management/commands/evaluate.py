@@ -121,7 +121,8 @@ class Command(BaseCommand):
             result = evaluate_learning(opts["suite"], opts["backend"], thresholds,
                                        operator=opts["operator"], max_steps=opts["max_steps"],
                                        oracle_budget=budget, calibration=opts["calibration"],
-                                       var_dir=str(settings.VAR_DIR), progress=ProgressBar())
+                                       var_dir=str(settings.VAR_DIR), progress=ProgressBar(),
+                                       prior=_prior())
         except (SimLoadError, LookupError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(format_table(result))
@@ -136,6 +137,13 @@ class Command(BaseCommand):
         if opts["plot"]:
             with open(opts["plot"], "w") as handle:
                 handle.write(learning_plot_svg(result))
+
+
+def _prior():
+    """The shipped prior of the memory's confidence, unless KAIROS_EXPERIENCE_PRIOR=0."""
+    from agents.calibration.experience import shipped_prior
+
+    return shipped_prior() if settings.KAIROS_EXPERIENCE_PRIOR else None
 
 
 def _pct(value) -> str:
