@@ -43,20 +43,23 @@ def test_only_empty_descriptions_are_filled() -> None:
     assert out[2].description == ""
 
 
-def _launcher(apps: tuple[AppInfo, ...], goal: str):
+def _launcher(apps: tuple[AppInfo, ...], goal: str, *, asked: list[str] | None = None,
+              answers: list[str] | None = None):
     nodes = [UINode(index=0, cls="android.widget.FrameLayout", package="com.android.launcher3",
                     bounds=(0, 0, 1080, 2400))]
     obs = Observation(frame=1, width=1080, height=2400, app="com.android.launcher3",
                       nodes=nodes, image=Image.new("RGB", (36, 80)), jpeg=b"")
     return HeuristicBackend().propose(StepContext(instruction=goal, observation=obs,
-                                                  apps=apps))
+                                                  apps=apps, asked=list(asked or []),
+                                                  answers=list(answers or [])))
 
 
 def test_on_a_real_phone_the_agent_opens_settings_for_bluetooth() -> None:
     apps = (AppInfo("Settings", "com.android.settings"), AppInfo("Clock", "com.android.deskclock"),
             AppInfo("Tally Counter", "org.example.tally"))
     before = _launcher(apps, "Turn on Bluetooth")
-    assert before.action.type == "IMPOSSIBLE"  # the phone alone says nothing of Settings
+    # the phone alone says nothing of Settings: the user is asked which app
+    assert before.action is None and before.clarification is not None
     after = _launcher(with_purposes(apps), "Turn on Bluetooth")
     assert after.action.type == "OPENAPP" and after.action.app == "Settings"
     alarm = _launcher(with_purposes(apps), "Set an alarm for 7 am")
@@ -64,3 +67,46 @@ def test_on_a_real_phone_the_agent_opens_settings_for_bluetooth() -> None:
     # an app nobody describes is still found by its name
     tally = _launcher(with_purposes(apps), "Open Tally Counter")
     assert tally.action.app == "Tally Counter"
+
+
+# --- an app nobody describes is asked about (issue 27, item 1) -------------------------
+
+PHONE = (AppInfo("Tally Counter", "org.example.tally"), AppInfo("Wanderlog", "com.wanderlog"),
+         AppInfo("Pocket Ledger", "org.example.ledger"))
+
+
+def test_when_no_app_fits_the_user_is_asked_which_with_the_apps_as_quick_replies() -> None:
+    asked = _launcher(PHONE, "Plan my trip to Lisbon")
+    assert asked.action is None and asked.clarification is not None
+    assert asked.clarification.question == "Which app should I use for “Plan my trip to Lisbon”?"
+    assert asked.clarification.options == ["Tally Counter", "Wanderlog", "Pocket Ledger"]
+    assert asked.confidence is not None and asked.confidence < 4
+
+
+def test_the_app_the_answer_names_is_opened_and_an_answer_naming_none_is_impossible() -> None:
+    goal = "Plan my trip to Lisbon"
+    question = _launcher(PHONE, goal).clarification.question
+    opened = _launcher(PHONE, goal, asked=[question], answers=["Wanderlog, please"])
+    assert opened.action is not None and (opened.action.type, opened.action.app) == (
+        "OPENAPP", "Wanderlog")
+    assert opened.confidence == 5.0  # the user chose it
+    none = _launcher(PHONE, goal, asked=[question], answers=["I don't have one"])
+    assert none.action is not None and none.action.type == "IMPOSSIBLE"
+    assert none.clarification is None  # never the same question twice
+    assert "No installed app fits the goal" in none.thought
+
+
+def test_a_phone_with_no_apps_is_impossible_without_asking() -> None:
+    empty = _launcher((), "Plan my trip to Lisbon")
+    assert empty.clarification is None
+    assert empty.action is not None and empty.action.type == "IMPOSSIBLE"
+
+
+def test_at_most_eight_apps_are_offered_the_most_plausible_first() -> None:
+    many = tuple(AppInfo(f"Tool {n}", f"org.example.tool{n}") for n in range(12)) + (
+        AppInfo("Travelbook", "com.example.travelbook"),)
+    asked = _launcher(many, "Find travel deals for Lisbon")
+    options = asked.clarification.options
+    assert len(options) == 8
+    assert options[0] == "Travelbook"  # shares "travel" with the goal
+    assert options[1:] == [f"Tool {n}" for n in range(7)]  # then the phone's order

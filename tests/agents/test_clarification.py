@@ -378,3 +378,34 @@ def test_the_task_page_shows_the_question_with_quick_replies_and_no_operator_con
     assert Task.objects.get(id=task.id).answers == ["Less sweet"]
     assert Ticket.objects.get(id=ticket.id).status == TicketStatus.RESOLVED
     assert task.steps.filter(status=StepStatus.ANSWERED).count() == 1
+
+
+# --- which app (issue 27, item 1) -------------------------------------------------------
+
+def test_when_no_app_fits_the_user_is_asked_which_and_the_app_they_name_is_opened(
+        demo, inline_steps, phones):
+    """The phone's apps say nothing of the weather: the agent asks which app, with the
+    phone's apps as quick replies, and opens the one the user names."""
+    phone = phones.device("sim-1")
+    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                "Show me the weather in Lisbon", threshold=0,
+                                backend="heuristic", max_steps=2)
+    inline_steps.drain()
+
+    task.refresh_from_db()
+    assert task.status == TaskStatus.WAITING_USER
+    ticket = open_question(task)
+    assert ticket.question == "Which app should I use for “Show me the weather in Lisbon”?"
+    assert sorted(ticket.options) == sorted(app.name for app in phone.info.apps)
+    assert task.messages.get(sender=Message.Sender.AGENT).options == ticket.options
+
+    services.post_message(task, demo["user"], "Maps")
+    inline_steps.drain()
+
+    task.refresh_from_db()
+    ticket.refresh_from_db()
+    assert (ticket.status, ticket.answer) == ("resolved", "Maps")
+    opened = task.steps.exclude(executed_action=None).order_by("index").first()
+    assert opened.executed_action == {"type": "OPENAPP", "app": "Maps"}
+    assert opened.decided_by == "agent"
+    assert phone.observe().app == "com.kairos.maps"

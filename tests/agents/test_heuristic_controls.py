@@ -75,6 +75,8 @@ def _act_alone(app_yaml: str, suite_yaml: str, tmp_path, task_id: str,
     actions: list[Action] = []
     for _ in range(max_steps):
         proposal = backend.propose(memory.context(device.observe(), device.info.apps))
+        if proposal.clarification is not None:
+            break  # a question for the user: nobody here answers it
         assert proposal.action is not None, proposal.error
         actions.append(proposal.action)
         if proposal.action.type == COMPLETE:
@@ -282,7 +284,7 @@ def test_a_set_stepper_is_not_done_while_a_button_of_any_words_may_save_it(tmp_p
     # price is not done once set (it said COMPLETE there, held-out fresh11_apps)
     device, actions, task = _run_lunchy(tmp_path, "sell_80")
     assert _taps(actions)[:2] == ["Decrease Price ($)", "Decrease Price ($)"]
-    assert actions[2].type != COMPLETE
+    assert len(actions) == 2 or actions[2].type != COMPLETE  # (2: it asked which app)
 
 
 @pytest.mark.parametrize("goal, kind, target", [

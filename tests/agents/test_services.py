@@ -276,13 +276,18 @@ def test_the_step_limit_ends_a_task_as_failed(demo, scripted, inline_steps):
 def test_an_impossible_task_raises_one_ticket_that_says_so_with_the_reason(
         demo, inline_steps, phones):
     """Issue 15, item 6: from inside an app no installed app fits "Book me a flight": the
-    agent says so at once instead of asking a person to approve PRESS_BACK twice first."""
+    agent says so at once instead of asking a person to approve PRESS_BACK twice first —
+    once the user, asked which app to use (issue 27), names none."""
     phones.device("sim-1").perform(Action("OPENAPP", app="Clock"))
     task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
                                 "Book me a flight to Paris", threshold=4, backend="heuristic")
     inline_steps.drain()
+    question = Ticket.objects.get(task=task, kind="clarification")
+    assert question.question.startswith("Which app should I use")
+    services.post_message(task, demo["user"], "I don't have one for that")
+    inline_steps.drain()
 
-    tickets = list(Ticket.objects.filter(task=task))
+    tickets = list(Ticket.objects.filter(task=task).exclude(kind="clarification"))
     assert len(tickets) == 1
     ticket = tickets[0]
     assert ticket.step.proposed_action["type"] == "IMPOSSIBLE"
@@ -293,7 +298,7 @@ def test_an_impossible_task_raises_one_ticket_that_says_so_with_the_reason(
     inline_steps.drain()
     task.refresh_from_db()
     assert task.status == TaskStatus.FAILED
-    assert Ticket.objects.filter(task=task).count() == 1
+    assert Ticket.objects.filter(task=task).count() == 2  # the question and this one
     # The user is told why (issue 15, item 8): the reason and a closing line in the chat.
     assert "No installed app fits the goal" in task.error
     closing = task.messages.order_by("-id").first()

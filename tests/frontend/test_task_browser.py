@@ -163,17 +163,28 @@ def test_an_end_user_cannot_open_someone_elses_task(login, kairos_server):
 
 
 def test_abort_asks_first_and_the_page_then_says_who_stopped_the_task(login, kairos_server):
-    """Issue 15, items 4 and 8."""
+    """Issue 15, items 4 and 8; issue 26, item 8: asked in the page (the console's
+    dialog), never with the browser's own prompt."""
     from playwright.sync_api import expect
 
     page = login("user")
-    start_task(page, kairos_server, "sim-5")  # left waiting on a question
+    native: list[str] = []
+    page.on("dialog", lambda d: (native.append(d.message), d.dismiss()))
+    task_id = start_task(page, kairos_server, "sim-5")  # left waiting on a question
     expect(page.locator("#task-status")).to_have_text("Waiting for your answer", timeout=30_000)
-    asked: list[str] = []
-    page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+    dialog = page.locator("#abort-dialog")
+    expect(dialog).to_be_hidden()
     page.get_by_role("button", name="Abort", exact=True).click()
-    assert asked and "Abort" in asked[0]
+    expect(dialog).to_be_visible()
+    expect(dialog).to_contain_text("Abort this task?")
+    expect(page.locator("#abort-cancel")).to_be_focused()  # Enter keeps the task
+    save_screenshot(page, "task-abort-dialog")
+    page.get_by_role("button", name="Keep going").click()
+    expect(dialog).to_be_hidden()
     expect(page.locator("#task-status")).to_have_text("Waiting for your answer")
+    code, shown = kairos_server.api("GET", f"/api/tasks/{task_id}",
+                                    kairos_server.token("user"))
+    assert code == 200 and shown["status"] == "waiting_user"
 
     # Too long: a clear error and the text is kept for editing.
     page.fill("#chat-text", "x" * 5000)
@@ -181,13 +192,14 @@ def test_abort_asks_first_and_the_page_then_says_who_stopped_the_task(login, kai
     expect(page.locator("#chat-error")).to_contain_text("at most 2000")
     expect(page.locator("#chat-text")).to_have_value("x" * 5000)
 
-    page.once("dialog", lambda d: d.accept())
     page.get_by_role("button", name="Abort", exact=True).click()
+    page.get_by_role("button", name="Abort task").click()
     expect(page.locator("#task-status")).to_have_text("Aborted")
     expect(page.locator("#task-now")).to_contain_text("You stopped this task")
     expect(page.locator("#chat li.from-system").last).to_contain_text("You stopped this task")
     expect(page.locator("#steps li").last).not_to_contain_text("Asking you a question")
     expect(page.locator("#chat-text")).to_be_disabled()
+    assert native == []  # the browser's own confirm() never showed
 
 
 def test_on_a_phone_the_pages_fit_and_the_task_list_is_live(browser, kairos_server):
@@ -328,6 +340,13 @@ def test_a_failed_task_says_why(login, kairos_server):
     page.select_option("select[name=device]", label="sim-4")  # at the home screen
     page.fill("input[name=threshold]", "0")
     page.click("button:has-text('Start task')")
+    # No app fits: the user is asked which app, with the phone's apps as quick replies
+    # (issue 27); an answer that names none leaves nothing to do.
+    question = page.locator("#chat li.from-agent", has_text="Which app should I use")
+    expect(question).to_be_visible(timeout=30_000)
+    expect(question.get_by_role("button", name="Maps")).to_be_visible()
+    page.fill("#chat-text", "I don't have a travel app")
+    page.click("#chat-form button[type=submit]")
     expect(page.locator("#task-status")).to_have_text("Failed", timeout=30_000)
     expect(page.locator("#task-now")).to_contain_text("No installed app fits the goal")
     expect(page.locator("#chat li.from-system").last).to_contain_text(

@@ -24,6 +24,7 @@ from agents.backends.heuristic.choice import Choice, step_evidence
 from agents.backends.heuristic.dialogs import overlay
 from agents.backends.heuristic.errands import (
     app_serves_goal, app_step, app_visits, finish_here_first, unvisited,
+    without_empty_app_answer,
 )
 from agents.backends.heuristic.forms import fill_form, sign_in, stepper, type_text
 from agents.backends.heuristic.intents import Intent, inherit_apps, parse_intent
@@ -63,6 +64,7 @@ class HeuristicBackend:
         plan = split_goal(ctx.instruction) or [ctx.instruction]
         intents = [parse_intent(step, tuple(ctx.apps)) for step in plan]
         inherit_apps(intents, ctx)
+        ctx = without_empty_app_answer(ctx, intents)
         view = read_screen(ctx)
         goal = ctx.goal
 

@@ -2,20 +2,23 @@
 
 An errand may span apps ("book a ride and text Alex"). These rules read which apps the
 episode has acted in, open the app a sub-goal needs, respect an app a person chose
-instead, say IMPOSSIBLE when no installed app fits, and finish the part in the app on
+instead, ask the user which app to use when no installed app fits (IMPOSSIBLE when the
+answer names none either), and finish the part in the app on
 screen before another is opened.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from agents.backends.base import HistoryEntry, StepContext
+from agents.backends.base import Clarification, HistoryEntry, Proposal, StepContext
 from agents.backends.evidence import app_mention
 from agents.backends.heuristic.choice import Choice
 from agents.backends.heuristic.history import committed, confirmed
 from agents.backends.heuristic.intents import Intent, app_match, normalise_words
+from agents.backends.heuristic.options import WHICH_APP
 from agents.backends.heuristic.screen import ScreenView
+from agents.text import tokens
 from devices.actions import CLICK, IMPOSSIBLE, OPENAPP, PRESS_HOME, Action
 from devices.protocol import AppInfo
 
@@ -126,7 +129,7 @@ def app_ok(intent: Intent, view: ScreenView) -> bool:
     return intent.app is None or view.package == intent.app.package
 
 
-def app_step(intent: Intent, view: ScreenView, ctx: StepContext) -> Choice | None:
+def app_step(intent: Intent, view: ScreenView, ctx: StepContext) -> Choice | Proposal | None:
     app = intent.app
     chosen = _app_a_person_chose(ctx, view)
     if chosen is not None and chosen.package in intent.plan_apps - {app.package if app else ""}:
@@ -142,20 +145,26 @@ def app_step(intent: Intent, view: ScreenView, ctx: StepContext) -> Choice | Non
                       f"The goal names '{app.name}', but a person just opened "
                       f"'{chosen.name}'; asking before leaving it.")
     if app is None:
+        answered = _answered_app(intent, ctx)
+        if answered is not None:
+            # The user named the app to use when asked (RecAgent Eq. 6, the refined goal).
+            if view.package == answered.package:
+                return None
+            return Choice(Action(OPENAPP, app=answered.name), 5.0,
+                          f"The user chose '{answered.name}' for this; opening it.")
         if view.launcher:
             app, named, strength = app_match(ctx.goal, tuple(ctx.apps))
             if app is None:
-                return Choice(Action(IMPOSSIBLE), 1.0, "No installed app fits the goal.")
+                return which_app(intent, ctx, None)
             confidence = 3.0 if strength >= 0.5 else 2.0
             return Choice(Action(OPENAPP, app=app.name), confidence,
                           f"On the home screen; '{app.name}' is the closest app to the goal.")
         here = _foreground_app(ctx, view)
         if here is not None and app_match(ctx.goal, tuple(ctx.apps))[0] is None:
             # Inside a known app that does not fit either, the launcher would say the
-            # same after a chain of PRESS_BACKs a person must approve one by one: say
-            # it now, once. (An app we know nothing about may still be the right one.)
-            return Choice(Action(IMPOSSIBLE), 1.0,
-                          f"No installed app fits the goal ('{here.name}' is open).")
+            # same after a chain of PRESS_BACKs a person must approve one by one: ask
+            # now, once. (An app we know nothing about may still be the right one.)
+            return which_app(intent, ctx, here)
         return None
     if view.package == app.package:
         return None
@@ -167,6 +176,82 @@ def app_step(intent: Intent, view: ScreenView, ctx: StepContext) -> Choice | Non
         confidence = 4.0 if strength >= 0.3 else 2.0
     return Choice(Action(OPENAPP, app=app.name), confidence,
                   f"The goal happens in '{app.name}', which is not in the foreground; opening it.")
+
+
+# Quick replies offered when asking which app to use (a screenful of chips).
+MAX_APP_OPTIONS = 8
+
+
+def which_app_question(intent: Intent) -> str:
+    return f"{WHICH_APP} “{intent.text.strip().rstrip('.!?')}”?"
+
+
+def which_app(intent: Intent, ctx: StepContext, here: AppInfo | None) -> Proposal | Choice:
+    """No installed app fits the goal by name or by what it is for — a real phone's app
+    nobody describes, an app the goal calls otherwise: the user is asked which app to
+    use, with the launcher's labels as quick replies, the most plausible first
+    (RecAgent §3.6: what only the user knows is asked, not guessed). The answer is read
+    by :func:`_answered_app`. Asked once: when the answer names no installed app either,
+    or the phone has no apps to offer, the goal cannot be done here (IMPOSSIBLE)."""
+    where = f" ('{here.name}' is open)" if here is not None else ""
+    question = which_app_question(intent)
+    options = plausible_apps(ctx.goal, tuple(ctx.apps))
+    if not options:
+        return Choice(Action(IMPOSSIBLE), 1.0,
+                      f"No installed app fits the goal{where}, and the phone lists no apps.",
+                      rule="app_step")
+    if question in ctx.asked:
+        return Choice(Action(IMPOSSIBLE), 1.0,
+                      f"No installed app fits the goal{where}, and the user's answer names "
+                      "none of the installed apps.", rule="app_step")
+    return Proposal(
+        action=None, confidence=2.0, clarification=Clarification(question, options),
+        thought=f"No installed app fits '{intent.text}' by its name or what it is for; "
+                "only the user knows which app they mean.",
+        current_step="ask which app to use",
+    )
+
+
+def plausible_apps(goal: str, apps: tuple[AppInfo, ...],
+                   limit: int = MAX_APP_OPTIONS) -> list[str]:
+    """The apps' launcher labels, those sharing a word's stem with the goal first
+    ("booking" and "Bookings"), then in the phone's own order; at most ``limit``."""
+    goal_toks = set(tokens(goal))
+
+    def near(a: str, b: str) -> bool:
+        return a == b or (len(a) >= 4 and len(b) >= 4 and a[:4] == b[:4])
+
+    def score(app: AppInfo) -> int:
+        words = set(tokens(f"{app.name} {app.description}"))
+        return sum(1 for g in goal_toks if any(near(g, w) for w in words))
+
+    named = [(n, app) for n, app in enumerate(apps) if app.name.strip()]
+    ranked = sorted(named, key=lambda pair: (-score(pair[1]), pair[0]))
+    return list(dict.fromkeys(app.name.strip() for _, app in ranked))[:limit]
+
+
+def _answered_app(intent: Intent, ctx: StepContext) -> AppInfo | None:
+    """The installed app the user named in answer to :func:`which_app`'s question."""
+    if which_app_question(intent) not in ctx.asked or not ctx.answers:
+        return None
+    app, named, _ = app_match(" ".join(ctx.answers), tuple(ctx.apps))
+    return app if named else None
+
+
+def without_empty_app_answer(ctx: StepContext, intents: list[Intent]) -> StepContext:
+    """The context less the user's answer to :func:`which_app`'s question when it names
+    no installed app ("No preference", "I don't have one"): it says which app, not what
+    the goal is, so it does not refine the goal the rules read (RecAgent Eq. 6) — its
+    words would otherwise match labels ("No reminder") once a person opens an app
+    anyway. Answers pair with questions only when each question got one."""
+    if len(ctx.asked) != len(ctx.answers):
+        return ctx
+    questions = {which_app_question(intent) for intent in intents}
+    drop = {n for n, question in enumerate(ctx.asked)
+            if question in questions and not app_match(ctx.answers[n], tuple(ctx.apps))[1]}
+    if not drop:
+        return ctx
+    return replace(ctx, answers=[a for n, a in enumerate(ctx.answers) if n not in drop])
 
 
 def finished_in_its_app(intent: Intent, view: ScreenView, ctx: StepContext,

@@ -20,6 +20,10 @@ from devices.actions import CLICK, Action
 from devices.uitree import UINode
 
 
+# How the question which app to use begins (errands.which_app asks it).
+WHICH_APP = "Which app should I use for"
+
+
 def open_choice(view: ScreenView, ctx: StepContext) -> Proposal | None:
     """Ask when a required choice group has no option chosen and the goal names none."""
     goal = ctx.goal
@@ -157,7 +161,10 @@ def pick_named_option(view: ScreenView, ctx: StepContext) -> Choice | None:
         labels = group.labels(view.nodes)
         title = group.title or "option"
         if named is None:
-            question_asked = any(title.lower() in q.lower() for q in ctx.asked)
+            # (the question which app to use quotes the goal — "…on Wednesday" — and
+            # asks nothing about this group's "Day")
+            question_asked = any(title.lower() in q.lower() for q in ctx.asked
+                                 if not q.startswith(WHICH_APP))
             if question_asked and group.options:
                 option = group.options[0]
                 x, y = option.center

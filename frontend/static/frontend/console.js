@@ -741,17 +741,8 @@
     }
     // Asks first, in the page (the browser's own prompt blocks every tab and cannot be
     // styled); what the operator writes is the reason the user reads in their chat.
-    function abort() {
-      $("abort-reason").value = "";
-      $("abort-dialog").showModal();
-      $("abort-reason").focus();
-    }
-    $("abort-cancel").addEventListener("click", () => $("abort-dialog").close());
-    $("abort-form").addEventListener("submit", (e) => {
-      e.preventDefault();
-      $("abort-dialog").close();
-      abortNow($("abort-reason").value);
-    });
+    // (The dialog is shared with the task page: dialogs.js.)
+    const abort = window.KairosDialogs.abortDialog((why) => abortNow(why));
     async function abortNow(why) {
       if (isOpen()) return resolve("abort", why.trim() ? {answer: why.trim()} : {});
       state.busy = true; refresh();

@@ -120,6 +120,8 @@
     if (ACTIVE.indexOf(task.status) < 0) {
       var abort = el("abort-form");
       if (abort) abort.remove();
+      var asking = el("abort-dialog");
+      if (asking && asking.open) asking.close();  // nothing left to abort
       // The owner is asked whether Kairos did what they asked (shown for owners only).
       var verdict = el("verdict-form");
       if (verdict) verdict.hidden = false;
@@ -271,9 +273,15 @@
     return true;
   }
 
+  // Abort asks first, in the page (dialogs.js, shared with the console); only the
+  // dialog's "Abort task" posts the form.
   var abortForm = el("abort-form");
-  if (abortForm) abortForm.addEventListener("submit", function (ev) {
-    if (!window.confirm(abortForm.dataset.confirm)) ev.preventDefault();
+  var askAbort = abortForm && window.KairosDialogs.abortDialog(function () {
+    if (document.body.contains(abortForm)) abortForm.submit();
+  });
+  if (abortForm && askAbort) abortForm.addEventListener("submit", function (ev) {
+    ev.preventDefault();
+    askAbort();
   });
 
   form.addEventListener("submit", function (ev) {
