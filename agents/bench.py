@@ -14,20 +14,25 @@ from typing import Any
 
 from agents.backends import register_backend
 from agents.backends.base import Proposal, StepContext
-from devices.actions import OPENAPP, PRESS_HOME, Action
+from devices.actions import COMPLETE, OPENAPP, PRESS_HOME, Action
 
 LAUNCHER_HINTS = ("launcher", "home")
 
 
 class AlternatingBackend:
-    """Opens an app from the launcher, goes home from an app: every step changes the screen."""
+    """Opens an app from the launcher, goes home from an app: every step changes the screen.
+    After ``ROUNDS`` such steps it finishes: a third step on the same screen would be the
+    no-progress guard's to ask about (issue 26, item 4), and a ticket ends the timing."""
 
     name = "bench-fixed"
+    ROUNDS = 4
 
     def __init__(self, **_: Any):
         pass
 
     def propose(self, ctx: StepContext) -> Proposal:
+        if ctx.step_index >= self.ROUNDS:
+            return Proposal(Action(COMPLETE), confidence=5.0)
         on_launcher = any(h in ctx.observation.app.lower() for h in LAUNCHER_HINTS)
         if on_launcher and ctx.apps:
             return Proposal(Action(OPENAPP, app=ctx.apps[0].name), confidence=5.0)
@@ -64,13 +69,14 @@ def bench_loop(steps: int = 60) -> dict[str, Any]:
         name="bench-sim", defaults={"width": phone.info.width, "height": phone.info.height})
     timings: list[float] = []
     try:
-        task = Task.objects.create(owner=user, device=device, instruction="bench the loop",
-                                   threshold=4.0, backend="bench-fixed", max_steps=steps + 10)
-        services.start_task(task)
         warmup = 5
         for n in range(steps + warmup):
-            if not pending:
-                break
+            if not pending:  # the last task finished: the next one, as a phone's day goes
+                task = Task.objects.create(owner=user, device=device, threshold=4.0,
+                                           instruction="bench the loop", backend="bench-fixed")
+                services.start_task(task)
+                if not pending:
+                    break
             task_id, index = pending.popleft()
             started = time.perf_counter()
             services.run_step(task_id, index)
