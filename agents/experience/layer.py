@@ -66,7 +66,9 @@ class ExperienceBackend:
                 ctx = replace(ctx, experience=[e.to_json() for e in similar])
         proposal = self.inner.propose(ctx)
         nodes = ctx.observation.nodes
-        if not nodes:
+        if not nodes or proposal.clarification is not None:
+            # A question to the user is theirs to answer: what another user chose on this
+            # screen (a sweetness, a contact) is never their answer (LEARNING.md lesson 2).
             return proposal
         try:
             found = lookup(self.store, app, nodes, ctx.goal, prev=previous_key(ctx),

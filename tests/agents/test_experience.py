@@ -304,6 +304,35 @@ def test_a_backend_that_proposes_what_people_confirmed_keeps_its_proposal_and_ga
     assert proposal.confidence >= 4.0  # the memory's record lifts the unsure backend
 
 
+def test_a_question_to_the_user_is_never_answered_from_another_users_choice():
+    """An earlier user's choice on this screen (Jordan) is not this user's answer: when
+    the backend asks the user, the memory does not tap for them."""
+    from agents.backends.base import Clarification
+
+    store = MemoryStore()
+    walk(store, POCKETPAY, "pp01")
+    walk(store, POCKETPAY, "pp27")
+    for _ in range(40):
+        store.add_outcome("agreed", True)
+
+    class Asking:
+        name = "asking"
+
+        def propose(self, ctx):
+            return Proposal(None, confidence=2.0,
+                            clarification=Clarification("Whom should I pay?", ["Alex", "Sam"]))
+
+    learned, _, _ = run_with_memory(store, POCKETPAY, "pp10", "send Alex $75")
+    assert any(p.evidence.get("rule") == "experience" for p, _ in learned)  # it knows a step
+    suite = find_suite(POCKETPAY)
+    device = SimDevice("ask", apps=suite.bundle)
+    device.reset(suite.task("pp10"))
+    observation = device.observe()
+    proposal = ExperienceBackend(Asking(), store).propose(
+        StepContext("send Alex $75", observation, apps=device.info.apps))
+    assert proposal.action is None and proposal.clarification.question == "Whom should I pay?"
+
+
 # --- the shipped prior (issue 25: "after at most three confirmations it acts alone") --
 
 def test_the_prior_lets_a_memory_act_alone_after_a_few_own_rights_and_a_wrong_pulls_it_down():
