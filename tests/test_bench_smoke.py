@@ -29,6 +29,12 @@ def _end_the_bench_threads_sessions(django_db_blocker):
             with connection.cursor() as cursor:
                 cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
                                "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+        # That ended the session of asgiref's one thread for async ORM calls too: drop its
+        # dead connection so the next socket test opens a new one.
+        from asgiref.sync import SyncToAsync
+        from django.db import connections
+
+        SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
 
 
 def run_bench(*args: str) -> dict:
