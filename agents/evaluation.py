@@ -423,11 +423,29 @@ def task_record_from_episode(result: Any) -> TaskRecord:
     )
 
 
+
+def build_backend(job: "EpisodeJob", device: Any, task: Any) -> Any:
+    """The job's backend for one episode. Only the oracle backend needs the device and the
+    task (CONTRACT), and the oracle's budget; a constructor that does not take them is
+    built with fewer."""
+    from agents.backends import get_backend
+
+    attempts: list[dict[str, Any]] = [
+        {"device": device, "task": task, "max_states": job.oracle_budget},
+        {"device": device, "task": task}, {}]
+    for kwargs in attempts:
+        try:
+            return get_backend(job.backend, **kwargs)
+        except TypeError as exc:
+            if "unexpected keyword argument" not in str(exc) or not kwargs:
+                raise
+    raise AssertionError("unreachable: the last attempt takes no arguments")
+
+
 def run_suite_episode(job: EpisodeJob) -> TaskRecord:
     """One episode on a fresh simulated device with the lead's pure runner
     (:func:`agents.episode.run_episode`), bounded by the smaller of the task's own
     ``max_steps`` and the job's (``evaluate --max-steps``)."""
-    from agents.backends import get_backend
     from agents.episode import run_episode
     from devices.sim import Oracle
 
@@ -435,19 +453,8 @@ def run_suite_episode(job: EpisodeJob) -> TaskRecord:
     task = _find_task(suite, job.task)
     device = _sim_device(suite, task)
     oracle = Oracle(device, task, max_states=job.oracle_budget)
-    # Only the oracle backend needs the device and the task (CONTRACT), and the oracle's
-    # budget; a constructor that does not take them is built with fewer.
-    attempts: list[dict[str, Any]] = [
-        {"device": device, "task": task, "max_states": job.oracle_budget},
-        {"device": device, "task": task}, {}]
-    for kwargs in attempts:
-        try:
-            backend = get_backend(job.backend, **kwargs)
-            break
-        except TypeError as exc:
-            if "unexpected keyword argument" not in str(exc) or not kwargs:
-                raise
-    backend = calibrated_backend(backend, episode_calibrator(job, str(suite.name)))
+    backend = calibrated_backend(build_backend(job, device, task),
+                                 episode_calibrator(job, str(suite.name)))
     result = run_episode(
         device, backend, task, threshold=job.threshold, operator=job.operator,
         max_steps=min(getattr(task, "max_steps", None) or job.max_steps, job.max_steps),

@@ -41,19 +41,9 @@ LAST = 12  # the issue's yardstick: the share asked over the last 12 tasks
 
 def _backend(job: EpisodeJob, device: Any, task: Any, store: MemoryStore, suite_name: str,
              prior: ExperiencePrior | None = None) -> Any:
-    from agents.backends import get_backend
+    from agents.evaluation import build_backend
 
-    attempts: list[dict[str, Any]] = [
-        {"device": device, "task": task, "max_states": job.oracle_budget},
-        {"device": device, "task": task}, {}]
-    for kwargs in attempts:
-        try:
-            backend = get_backend(job.backend, **kwargs)
-            break
-        except TypeError as exc:
-            if "unexpected keyword argument" not in str(exc) or not kwargs:
-                raise
-    return calibrated_backend(ExperienceBackend(backend, store,
+    return calibrated_backend(ExperienceBackend(build_backend(job, device, task), store,
                                                 episodes=0 if job.backend == "heuristic" else 3,
                                                 prior=prior),
                               episode_calibrator(job, suite_name))

@@ -17,6 +17,32 @@ TSR_COLOUR = "#1f77b4"
 INTERVENTION_COLOUR = "#d62728"
 
 
+
+def _svg_head(heading: str) -> list[str]:
+    """The opening of a full-size plot: the document, its title and the heading."""
+    return [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
+        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
+        f"<title>{escape(heading)}</title>",
+        f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
+        f'<text x="{WIDTH / 2:.1f}" y="24" text-anchor="middle" font-size="14">'
+        f"{escape(heading)}</text>",
+    ]
+
+
+def _percent_grid(py, left: float, right: float, colour: str | None = None) -> list[str]:
+    """Grid lines and 0–100 % labels of a left axis; ``py`` maps a share to y."""
+    fill = f' fill="{colour}"' if colour else ""
+    out = []
+    for i in range(6):
+        value = i / 5
+        y = py(value)
+        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#e5e5e5"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end"{fill}>'
+                   f"{round(value * 100)}%</text>")
+    return out
+
 def gamma_plot_svg(result: dict[str, Any], *, title: str | None = None) -> str:
     """A standalone SVG document for an :func:`agents.evaluation.evaluate_suite` result.
 
@@ -54,22 +80,9 @@ def gamma_plot_svg(result: dict[str, Any], *, title: str | None = None) -> str:
     heading = title or (
         f"TSR and interventions vs γ — {result.get('suite', '')} ({result.get('backend', '')})"
     )
-    out: list[str] = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
-        f"<title>{escape(heading)}</title>",
-        f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
-        f'<text x="{WIDTH / 2:.1f}" y="24" text-anchor="middle" font-size="14">'
-        f"{escape(heading)}</text>",
-    ]
+    out: list[str] = _svg_head(heading)
     # Grid and left axis (TSR, 0–100 %).
-    for i in range(6):
-        value = i / 5
-        y = py_tsr(value)
-        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#e5e5e5"/>')
-        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end" '
-                   f'fill="{TSR_COLOUR}">{round(value * 100)}%</text>')
+    out += _percent_grid(py_tsr, left, right, colour=TSR_COLOUR)
     # Right axis (interventions per task).
     for i in range(6):
         value = i_hi * i / 5
@@ -418,21 +431,8 @@ def learning_plot_svg(result: dict[str, Any], *, title: str | None = None) -> st
 
     heading = title or (f"Learning curve — {result.get('suite', '')} "
                         f"({result.get('backend', '')})")
-    out: list[str] = [
-        '<?xml version="1.0" encoding="UTF-8"?>',
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" '
-        f'viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">',
-        f"<title>{escape(heading)}</title>",
-        f'<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
-        f'<text x="{WIDTH / 2:.1f}" y="24" text-anchor="middle" font-size="14">'
-        f"{escape(heading)}</text>",
-    ]
-    for i in range(6):
-        value = i / 5
-        y = py(value)
-        out.append(f'<line x1="{left}" y1="{y:.1f}" x2="{right}" y2="{y:.1f}" stroke="#e5e5e5"/>')
-        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">'
-                   f"{round(value * 100)}%</text>")
+    out: list[str] = _svg_head(heading)
+    out += _percent_grid(py, left, right)
     step = max(1, n // 6)
     for i in range(1, n + 1, step):
         out.append(f'<text x="{px(i):.1f}" y="{y_bottom + 16}" text-anchor="middle">{i}</text>')
