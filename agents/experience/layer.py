@@ -66,9 +66,7 @@ class ExperienceBackend:
                 ctx = replace(ctx, experience=[e.to_json() for e in similar])
         proposal = self.inner.propose(ctx)
         nodes = ctx.observation.nodes
-        if not nodes or proposal.clarification is not None:
-            # A question to the user is theirs to answer: what another user chose on this
-            # screen (a sweetness, a contact) is never their answer (LEARNING.md lesson 2).
+        if not nodes:
             return proposal
         try:
             found = lookup(self.store, app, nodes, ctx.goal, prev=previous_key(ctx),
@@ -77,6 +75,13 @@ class ExperienceBackend:
             logger.exception("experience lookup failed; the backend's proposal stands")
             return proposal
         best = found.best
+        if proposal.clarification is not None and (
+                best is None or best.action is None or not best.template.slots):
+            # A question to the user is theirs to answer: what another user chose on this
+            # screen (a sweetness) is never their answer (LEARNING.md lesson 2). Only a
+            # decision re-bound from this instruction's own words (the contact it names)
+            # may stand in for the question.
+            return proposal
         if best is not None and best.score > 0:
             right, wrong = self.store.outcomes(best.kind)
             evidence: dict[str, Any] = {"rule": "experience", **best.evidence(),

@@ -71,7 +71,7 @@ def full_stack(demo, tmp_path):
     stack.start_all()
     client = RedisDeviceClient(redis_url, timeout=20)
     set_device_client(client)
-    producer = Celery(broker=redis_url)
+    producer = Celery(broker=redis_url, set_as_current=False)  # see test_faults_stack
     services.set_step_scheduler(
         lambda task_id, index: producer.send_task("agents.run_step", args=(task_id, index)))
     try:

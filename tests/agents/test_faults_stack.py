@@ -53,7 +53,9 @@ def stack(demo, processes):
     redis_url = os.environ["KAIROS_TEST_REDIS_URL"]
     client = RedisDeviceClient(redis_url, timeout=20)
     set_device_client(client)
-    producer = Celery(broker=redis_url)
+    # Not the current app: shared tasks sent later in this process (a refit after a
+    # resolved ticket) must still go to the embedded broker, not this stack's Redis.
+    producer = Celery(broker=redis_url, set_as_current=False)
     services.set_step_scheduler(
         lambda task_id, index: producer.send_task("agents.run_step", args=(task_id, index)))
     try:
