@@ -64,6 +64,10 @@ class Clarification:
 
     question: str
     options: list[str] = field(default_factory=list)
+    # What the question is about: "intent" — what the user wants, theirs alone to say
+    # (RecAgent §3.6) — or "route": where to do it ("which app?"), which an installation's
+    # people may have shown the agent before (agents/experience/layer.py).
+    about: str = "intent"
 
 
 @dataclass

@@ -75,12 +75,14 @@ class ExperienceBackend:
             logger.exception("experience lookup failed; the backend's proposal stands")
             return proposal
         best = found.best
-        if proposal.clarification is not None and (
-                best is None or best.action is None or not best.template.slots):
-            # A question to the user is theirs to answer: what another user chose on this
-            # screen (a sweetness) is never their answer (LEARNING.md lesson 2). Only a
-            # decision re-bound from this instruction's own words (the contact it names)
-            # may stand in for the question.
+        if proposal.clarification is not None and proposal.clarification.about != "route" \
+                and (best is None or best.action is None
+                     or not (best.template.slots or _named_by(best.action, nodes, ctx.goal))):
+            # A question about what the user wants is theirs to answer: what another user
+            # chose on this screen (a sweetness) is never their answer (LEARNING.md lesson
+            # 2). Only a decision this instruction's own words make — a re-bound parameter,
+            # or an option it names — may stand in for it. A question about where to do it
+            # ("which app?") is the installation's to know: people showed it before.
             return proposal
         if best is not None and best.score > 0:
             right, wrong = self.store.outcomes(best.kind)
@@ -141,6 +143,16 @@ class ExperienceBackend:
                                                proposal.evidence)
                 proposal.confidence = min(proposal.confidence, probability_to_score(capped))
         return proposal
+
+
+def _named_by(action: Action, nodes: list, goal: str) -> bool:
+    """The element ``action`` taps is named, every word of its label, by ``goal``."""
+    from agents import loop
+    from agents.text import tokens
+
+    target = loop.target_node(action, nodes)
+    words = set(tokens(target.label)) if target is not None else set()
+    return bool(words) and words <= set(tokens(goal))
 
 
 def previous_key(ctx: StepContext) -> str:

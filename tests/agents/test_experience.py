@@ -332,6 +332,18 @@ def test_a_question_to_the_user_is_never_answered_from_another_users_choice():
         StepContext("send Alex $75", observation, apps=device.info.apps))
     assert proposal.action is None and proposal.clarification.question == "Whom should I pay?"
 
+    class AskingWhere:
+        name = "asking-where"
+
+        def propose(self, ctx):
+            return Proposal(None, confidence=2.0, clarification=Clarification(
+                "Which app should I use?", ["Pocketpay", "Clock"], about="route"))
+
+    # Where to do it is the installation's to know: what people showed before stands in.
+    proposal = ExperienceBackend(AskingWhere(), store).propose(
+        StepContext("send Alex $75", observation, apps=device.info.apps))
+    assert proposal.action is not None and proposal.evidence["rule"] == "experience"
+
 
 # --- the shipped prior (issue 25: "after at most three confirmations it acts alone") --
 

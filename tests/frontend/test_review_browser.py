@@ -116,6 +116,12 @@ def test_an_admin_sets_gamma_on_the_calibration_page_and_sees_it_audited(login,
     expect(page.locator("#audit tbody tr").first).to_contain_text("gamma.device")
     expect(page.locator("#audit tbody tr").first).to_contain_text("device sim-2")
     save_screenshot(page, "review-audit")
+    # Back to the installation's γ: the server is shared, and end users may not go below a
+    # phone's γ (issue 23, item 6), so a later test asking for caution 0 on sim-2 would fail.
+    page.goto(kairos_server.url + "/review/calibration/")
+    form.locator("input[name=gamma]").fill("")
+    form.get_by_role("button", name="Set").click()
+    expect(page.locator(".flash")).to_contain_text("the installation default")
 
 
 @pytest.mark.parametrize("who", ["user", "operator"])

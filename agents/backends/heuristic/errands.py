@@ -205,7 +205,8 @@ def which_app(intent: Intent, ctx: StepContext, here: AppInfo | None) -> Proposa
                       f"No installed app fits the goal{where}, and the user's answer names "
                       "none of the installed apps.", rule="app_step")
     return Proposal(
-        action=None, confidence=2.0, clarification=Clarification(question, options),
+        action=None, confidence=2.0,
+        clarification=Clarification(question, options, about="route"),
         thought=f"No installed app fits '{intent.text}' by its name or what it is for; "
                 "only the user knows which app they mean.",
         current_step="ask which app to use",
