@@ -39,6 +39,9 @@ class LowConfidenceBackend(AlternatingBackend):
     """Always below γ: every step is a ticket."""
 
     name = "bench-ticket"
+    # Never finishes: every step is a person's decision, which the no-progress guard
+    # starts counting afresh from, so the alternation can go on for every sample.
+    ROUNDS = None
 
     def propose(self, ctx: Any) -> Any:
         proposal = super().propose(ctx)
