@@ -442,11 +442,17 @@ def test_a_question_reaches_operators_only_after_the_timeout_and_the_users_answe
         expect(console.locator("#key-hints")).not_to_contain_text("approve")
         expect(console.locator("#key-hints")).to_contain_text("take over")
 
-        # The user answers first: the operator sees who answered, not "held by user".
+        # The user answers first: the operator sees who answered, not "held by user". The
+        # user's page has shown the hand-off first (its chat grows then), so the click
+        # lands on the question as it stays.
+        expect(user.locator("#chat li.from-system")).to_contain_text(
+            "an operator has been asked", timeout=30_000)
         user.locator("#chat li.from-agent", has_text="sweetness").get_by_role(
             "button", name="Less sweet").click()
+        expect(user.locator("#chat li.from-user").last).to_contain_text("Less sweet",
+                                                                        timeout=30_000)
         expect(console.locator("#holder")).to_contain_text(
-            "Answered by the user: “Less sweet”")
+            "Answered by the user: “Less sweet”", timeout=30_000)
         expect(console.get_by_role("button", name="Answer", exact=True)).to_be_hidden()
     finally:
         kairos_server.api("POST", f"/api/tasks/{task_id}/abort", operator_token)
