@@ -19,13 +19,17 @@ alone is the calibrator's call (:mod:`agents.calibration.experience`).
 from __future__ import annotations
 
 import json
+import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Protocol
 
-from agents.experience.screen import Signature, id_tail, screen_signature, short_class
+from agents.experience.screen import (
+    Signature, aligned, id_tail, rename_id, screen_signature, short_class,
+)
 from agents.experience.slots import (
-    TextTemplate, intent_similarity, label_named, shape, text_template,
+    TextTemplate, intent_similarity, label_named, named_equally, shape, singled_out,
+    text_template,
 )
 from devices.actions import CLICK, OPENAPP, POINT_TYPES, TYPE, Action
 from devices.uitree import UINode, node_at
@@ -97,6 +101,14 @@ class Locator:
                    str(data.get("parent", "")), int(data.get("depth", 0)),
                    int(data.get("sibling", 0)), bool(data.get("named", False)))
 
+    def renamed(self, rename: dict[str, str]) -> "Locator":
+        """The locator on another entity's copy of its screen (``boots_day_save`` →
+        ``lamp_day_save``; :func:`agents.experience.screen.aligned`)."""
+        if not rename:
+            return self
+        return replace(self, rid=rename_id(self.rid, rename),
+                       parent=rename_id(self.parent, rename))
+
     def identity(self) -> str:
         """What makes two decisions the same decision: a named slot is one decision
         whichever sibling it names; otherwise the element."""
@@ -111,8 +123,9 @@ def locate(node: UINode, nodes: list[UINode], instruction: str) -> Locator:
     siblings = _siblings(cls, parent, node.depth, nodes)
     label = element_label(node, nodes)
     # A label is a slot only where the instruction names it AND the element is one of a
-    # group the instruction chooses from (list rows, switches, radio buttons).
-    named = bool(label) and label_named(label, instruction) and len(siblings) >= 2
+    # group the instruction chooses from (list rows, switches, radio buttons): by all its
+    # words, or by the words only it has among them ("my hiking boots", "friday").
+    named = bool(label) and node in siblings and _pick(siblings, nodes, instruction) is node
     return Locator(id_tail(node), label, cls, parent, node.depth,
                    siblings.index(node) if node in siblings else 0, named)
 
@@ -124,9 +137,8 @@ def resolve(locator: Locator, nodes: list[UINode], instruction: str) -> UINode |
     ask, never the remembered one). Otherwise resource-id (unique), then label among the
     same class, then the place among siblings when the label still agrees."""
     if locator.named:
-        group = _siblings(locator.cls, locator.parent, locator.depth, nodes)
-        hits = [n for n in group if label_named(element_label(n, nodes), instruction)]
-        return hits[0] if len(hits) == 1 else None
+        return _pick(_siblings(locator.cls, locator.parent, locator.depth, nodes), nodes,
+                     instruction)
     if locator.rid:
         hits = [n for n in nodes if id_tail(n) == locator.rid]
         if len(hits) == 1:
@@ -141,6 +153,14 @@ def resolve(locator: Locator, nodes: list[UINode], instruction: str) -> UINode |
             not locator.label or element_label(group[locator.sibling], nodes) == locator.label):
         return group[locator.sibling]
     return None
+
+
+def _pick(group: list[UINode], nodes: list[UINode], instruction: str) -> UINode | None:
+    """The one of ``group`` the instruction singles out (:func:`singled_out`), or None."""
+    labels = [element_label(n, nodes) for n in group]
+    checked = [n.checked if n.checkable else None for n in group]
+    index = singled_out(labels, instruction, checked)
+    return group[index] if index is not None else None
 
 
 def target_of(action: Action, nodes: list[UINode]) -> UINode | None:
@@ -162,6 +182,11 @@ class ActionTemplate:
     text: TextTemplate | None = None
     app: str = ""
     direction: str = ""
+
+    def renamed(self, rename: dict[str, str]) -> "ActionTemplate":
+        if not rename or self.locator is None:
+            return self
+        return replace(self, locator=self.locator.renamed(rename))
 
     def key(self) -> str:
         parts = [self.type]
@@ -285,9 +310,60 @@ def step_key(action: dict[str, Any] | Action | None, summary: str, instruction: 
         if "'" in summary:
             label = summary.split("'", 1)[1].rsplit("'", 1)[0]
         if label and label_named(label, instruction):
-            label = "<named>"
+            # a row or option the instruction names: another instruction names another one
+            return f"{kind}|{label.lower()}{NAMED_MARK}"
         return f"{kind}|{label.lower()}"
     return kind
+
+
+NAMED_MARK = "|<named>"
+
+
+def with_screen(key: str, nodes: list[UINode], instruction: str) -> str:
+    """``key`` (the step before) marked named when what it tapped is still on this screen
+    and the instruction singles it out among its siblings: the day or the option picked
+    on a form that is still open ("friday" for "Friday, Dec 4")."""
+    if "|" not in key or key.endswith(NAMED_MARK):
+        return key
+    label = key.split("|", 1)[1]
+    if not label:
+        return key
+    hits = [n for n in nodes if element_label(n, nodes).lower() == label]
+    if len(hits) != 1:
+        return key
+    node = hits[0]
+    by_index = {n.index: n for n in nodes}
+    group = _siblings(short_class(node), _parent_rid(node, by_index), node.depth, nodes)
+    if len(group) < 2 or node not in group:
+        return key
+    # tapped, it may now be the option already chosen: any of those named best counts
+    tied = named_equally([element_label(n, nodes) for n in group], instruction)
+    return key + NAMED_MARK if group.index(node) in tied else key
+
+
+def _renamed_key(key: str, rename: dict[str, str]) -> str:
+    """A remembered step key on another entity's copy of the screen: a label made from an
+    id ("lamp in row") renamed as the ids are ("boots in row")."""
+    if not rename or "|" not in key:
+        return key
+    head, _, label = key.partition("|")
+    return head + "|" + re.sub(r"[a-z0-9]+", lambda m: rename.get(m.group(0), m.group(0)),
+                               label)
+
+
+def prev_matches(remembered: str, current: str) -> bool:
+    """Is the step before the same? The same label (whether or not each instruction says
+    it), or a label each instruction says — the day each wanted, the parcel each named."""
+    if remembered == current:
+        return True
+    r_named, c_named = remembered.endswith(NAMED_MARK), current.endswith(NAMED_MARK)
+    if r_named and c_named:
+        return remembered.split("|", 1)[0] == current.split("|", 1)[0]
+    if r_named:
+        remembered = remembered[:-len(NAMED_MARK)]
+    if c_named:
+        current = current[:-len(NAMED_MARK)]
+    return remembered == current and "|" in remembered
 
 
 # --- entries and stores --------------------------------------------------------------
@@ -492,23 +568,34 @@ def lookup(store: Store, app: str, nodes: list[UINode], instruction: str,
     done = list(done)
     signature = screen_signature(nodes)
     screen_sim = 1.0
-    entries = store.candidates(app, signature.key)
+    # (entry, how its ids are renamed to this screen's): this kind of screen, and the same
+    # kind of screen shown for another entity (ids differing in one segment throughout)
+    entries: list[tuple[Entry, dict[str, str]]] = [
+        (e, {}) for e in store.candidates(app, signature.key)]
+    best_sig, best_sim, best_rename = None, 0.0, {}
+    for other in store.signatures(app):
+        if other.key == signature.key:
+            continue
+        sim, rename = aligned(signature, other)
+        if rename and sim >= 1.0:
+            entries.extend((e, dict(rename)) for e in store.candidates(app, other.key))
+        elif sim > best_sim:
+            best_sig, best_sim, best_rename = other, sim, dict(rename)
     if not entries:
-        best_sig, best_sim = None, 0.0
-        for other in store.signatures(app):
-            sim = signature.similarity(other)
-            if sim > best_sim:
-                best_sig, best_sim = other, sim
         if best_sig is None or best_sim < NEAR_SCREEN:
             return Lookup(app, signature, [])
-        entries, screen_sim = store.candidates(app, best_sig.key), best_sim
+        entries = [(e, best_rename) for e in store.candidates(app, best_sig.key)]
+        screen_sim = best_sim
     current_named = named_state(nodes, instruction)
+    if prev is not None:
+        prev = with_screen(prev, nodes, instruction)
     my_shape = shape(instruction)
     groups: dict[str, dict[str, Any]] = {}
-    for entry in entries:
+    for entry, rename in entries:
         if entry.pre.get("named") != current_named:
             continue
-        if prev is not None and entry.pre.get("prev", "") != prev:
+        if prev is not None and not prev_matches(
+                _renamed_key(str(entry.pre.get("prev", "")), rename), prev):
             continue
         intent = intent_similarity(entry.instruction, instruction)
         if intent == 0.0 and _opposite(entry.instruction, instruction):
@@ -516,8 +603,9 @@ def lookup(store: Store, app: str, nodes: list[UINode], instruction: str,
         relevance = 0.7 * intent + 0.3 * (1.0 if shape(entry.instruction) == my_shape else 0.0)
         if relevance < MIN_RELEVANCE:
             continue
-        key = entry.action.key()
-        group = groups.setdefault(key, {"template": entry.action, "plus": 0.0, "minus": 0.0,
+        template = entry.action.renamed(rename)
+        key = template.key()
+        group = groups.setdefault(key, {"template": template, "plus": 0.0, "minus": 0.0,
                                         "confirmed": set(), "contradicted": set(),
                                         "intent": 0.0, "examples": [], "entries": []})
         ref = entry.task or f"{entry.instruction}@{entry.created}"
@@ -584,7 +672,8 @@ def remember(store: Store, *, app: str, nodes: list[UINode], instruction: str,
     signature = screen_signature(nodes)
     entry = Entry(app=app, signature=signature.key, tokens=tuple(sorted(signature.tokens)),
                   fields=signature.fields, instruction=instruction, action=template,
-                  pre={**precondition(template, nodes, instruction), "prev": prev},
+                  pre={**precondition(template, nodes, instruction),
+                       "prev": with_screen(prev, nodes, instruction)},
                   polarity=polarity,
                   source=source, task=task)
     store.add(entry)

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 from devices.uitree import UINode
 
@@ -72,6 +74,92 @@ class Signature:
         if not self.tokens and not other.tokens:
             return 1.0
         return len(self.tokens & other.tokens) / len(self.tokens | other.tokens)
+
+
+# --- the same kind of screen for another entity ------------------------------------------
+#
+# Apps often name a screen's ids after what it shows: ``boots_day_save`` on the boots' day
+# form is ``lamp_day_save`` on the lamp's. Two signatures whose ids differ in one segment,
+# the same segment throughout (``boots`` for ``lamp``), are the same kind of screen: the
+# segment is a parameter of the screen, as a list row's label is of an instruction. Found
+# per pair, from the ids alone — no list of any app's names.
+_SEGMENT_SPLIT = re.compile(r"[_.\-]+|(?<=[a-z0-9])(?=[A-Z])")
+# A renaming counts only when this many ids agree on it: one differing id is a different
+# screen (another tab selected), not another entity's copy of the same one.
+MIN_RENAME_SUPPORT = 2
+
+
+def id_segments(rid: str) -> tuple[str, ...]:
+    return tuple(s for s in _SEGMENT_SPLIT.split(rid) if s)
+
+
+def _split_token(token: str) -> tuple[str, str] | None:
+    """(class, resource id) of an id token, None for a text or anonymous token."""
+    cls, _, rest = token.partition(":")
+    if not rest or rest.startswith(":"):
+        return None
+    return cls, rest
+
+
+def rename_id(rid: str, rename: dict[str, str]) -> str:
+    """``rid`` with its segments renamed (``{"boots": "lamp"}``); separators kept."""
+    if not rename or not rid:
+        return rid
+    parts = re.split(r"([_.\-]+|(?<=[a-z0-9])(?=[A-Z]))", rid)
+    return "".join(rename.get(p, p) for p in parts)
+
+
+def _renamed_tokens(tokens: frozenset[str], rename: dict[str, str]) -> frozenset[str]:
+    out = set()
+    for token in tokens:
+        split = _split_token(token)
+        out.add(f"{split[0]}:{rename_id(split[1], rename)}" if split else token)
+    return frozenset(out)
+
+
+@lru_cache(maxsize=65536)
+def aligned(current: "Signature", stored: "Signature") -> tuple[float, tuple[tuple[str, str], ...]]:
+    """How alike ``stored`` is to ``current`` once one id segment that differs throughout
+    is renamed, and the renaming (stored segment → current segment; empty when none
+    helps). Without a renaming this is :meth:`Signature.similarity`."""
+    plain = current.similarity(stored)
+    only_current = current.tokens - stored.tokens
+    only_stored = stored.tokens - current.tokens
+    if not only_current or not only_stored or len(current.fields) != len(stored.fields):
+        return plain, ()
+    index: dict[tuple, set[str]] = {}
+    for token in only_stored:
+        split = _split_token(token)
+        if split is None:
+            continue
+        segs = id_segments(split[1])
+        for i, seg in enumerate(segs):
+            index.setdefault((split[0], len(segs), i, segs[:i] + segs[i + 1:]), set()).add(seg)
+    votes: Counter = Counter()
+    for token in only_current:
+        split = _split_token(token)
+        if split is None:
+            continue
+        segs = id_segments(split[1])
+        for i, seg in enumerate(segs):
+            for other in index.get((split[0], len(segs), i, segs[:i] + segs[i + 1:]), ()):
+                if other != seg:
+                    votes[(other, seg)] += 1
+    if not votes:
+        return plain, ()
+    (old, new), support = votes.most_common(1)[0]
+    if support < MIN_RENAME_SUPPORT:
+        return plain, ()
+    rename = {old: new}
+    tokens = _renamed_tokens(stored.tokens, rename)
+    fields = tuple((rename_id(f, rename), v) for f, v in stored.fields)
+    if fields != current.fields:
+        return plain, ()
+    union = len(tokens | current.tokens)
+    similarity = len(tokens & current.tokens) / union if union else 1.0
+    if similarity <= plain:
+        return plain, ()
+    return similarity, ((old, new),)
 
 
 def screen_signature(nodes: list[UINode]) -> Signature:

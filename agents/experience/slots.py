@@ -80,10 +80,20 @@ def direction(text: str) -> str | None:
     return "on" if on else "off"
 
 
+_ANSWERS = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def asked_for(goal: str) -> str:
+    """The instruction without the answers to clarifying questions that a goal carries at
+    its end ("… (Less sweet; No preference)"): what was asked for, for comparing intents."""
+    return _ANSWERS.sub("", goal or "") or (goal or "")
+
+
 @lru_cache(maxsize=4096)
 def intent_words(text: str) -> frozenset[str]:
     """The instruction's words without its parameters and stopwords: what is wanted, not
-    for whom or how much."""
+    for whom or how much (answers to clarifying questions left out)."""
+    text = asked_for(text)
     params = {norm(n) for n in names(text)} | set(numbers(text))
     return frozenset(w for w in words(text) if w not in STOPWORDS and w not in params
                      and w not in GENERIC_VERBS and w not in _ON and w not in _OFF
@@ -92,11 +102,18 @@ def intent_words(text: str) -> frozenset[str]:
 
 @lru_cache(maxsize=65536)
 def intent_similarity(a: str, b: str) -> float:
-    """Jaccard similarity of two instructions' intent words; 0 when they want opposite
-    directions ("turn on" against "turn off"), halved when only one has a direction."""
+    """Jaccard similarity of two instructions' intent words (answers to clarifying
+    questions left out); 0 when they want opposite directions ("turn on" against "turn
+    off"), halved when only one has a direction."""
+    a, b = asked_for(a), asked_for(b)
     da, db = direction(a), direction(b)
     if da is not None and db is not None and da != db:
         return 0.0
+    # one switches something on or off, the other does not: probably not the same wish
+    return _word_similarity(a, b) * (0.5 if (da is None) != (db is None) else 1.0)
+
+
+def _word_similarity(a: str, b: str) -> float:
     wa, wb = intent_words(a), intent_words(b)
     # A capitalised word is a parameter ("send Alex …") unless the other instruction names
     # it too, capitalised or not: then it is what is wanted ("Turn on Wi-Fi" and "switch
@@ -104,14 +121,13 @@ def intent_similarity(a: str, b: str) -> float:
     na, nb = {norm(n) for n in names(a)}, {norm(n) for n in names(b)}
     wa, wb = wa | (na & (nb | wb)), wb | (nb & (na | wa))
     union = len(wa | wb)
-    similarity = 1.0 if not union else len(wa & wb) / union
-    # one switches something on or off, the other does not: probably not the same wish
-    return similarity * (0.5 if (da is None) != (db is None) else 1.0)
+    return 1.0 if not union else len(wa & wb) / union
 
 
 @lru_cache(maxsize=4096)
 def shape(text: str) -> tuple[int, int]:
     """How many numbers and names the instruction carries."""
+    text = asked_for(text)
     return len(numbers(text)), len(names(text))
 
 
@@ -179,10 +195,69 @@ def text_template(text: str, instruction: str) -> TextTemplate:
     return TextTemplate((("lit", text),))
 
 
+# Days and months as people write them and as screens show them ("friday", "Fri"; "4th",
+# "4"): general English, not any app's wording.
+_CALENDAR = {
+    **{d: d[:3] for d in ("monday", "tuesday", "wednesday", "thursday", "friday",
+                          "saturday", "sunday")},
+    "tues": "tue", "thur": "thu", "thurs": "thu", "weds": "wed",
+    **{m: m[:3] for m in ("january", "february", "march", "april", "june", "july",
+                          "august", "september", "october", "november", "december")},
+    "sept": "sep",
+}
+_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
+
+
+def name_word(word: str) -> str:
+    """A word as compared when an instruction names an on-screen option: its calendar
+    form ("friday" → "fri", "4th" → "4") or itself."""
+    m = _ORDINAL.match(word)
+    if m:
+        return m.group(1)
+    return _CALENDAR.get(word, word)
+
+
+def _name_words(text: str) -> set[str]:
+    return {name_word(w) for w in words(text) if w not in STOPWORDS}
+
+
+def singled_out(labels: list[str], instruction: str,
+                checked: list[bool | None] | None = None) -> int | None:
+    """The index of the one label among siblings (list rows, options) that the instruction
+    names, or None (none, or several alike).
+
+    A label is named by all its words (:func:`label_named`) or by the words only it has
+    among its siblings ("my hiking boots" names "Hiking boots - Trailhead Outfitters";
+    "friday" names "Fri Dec 4" among the other days). Where two are named equally and one
+    of them is the option already chosen (``checked``), the instruction names where it is
+    and where it should go ("it's coming wednesday, move it to friday"): the other one."""
+    if len(labels) < 2:
+        return None
+    top = named_equally(labels, instruction)
+    if len(top) > 1 and checked is not None:
+        top = [i for i in top if not checked[i]] or top
+    return top[0] if len(top) == 1 else None
+
+
+def named_equally(labels: list[str], instruction: str) -> list[int]:
+    """The indexes of the labels the instruction names best, all equally (see
+    :func:`singled_out`); empty when it names none."""
+    said = _name_words(instruction) | set(numbers(instruction))
+    sets = [_name_words(label) for label in labels]
+    scores = []
+    for i, own in enumerate(sets):
+        others = set().union(*(sets[:i] + sets[i + 1:]))
+        full = bool(own) and own <= said
+        scores.append((2 if full else 0, len((own - others) & said)))
+    best = max(scores, default=(0, 0))
+    if best == (0, 0):
+        return []
+    return [i for i, score in enumerate(scores) if score == best]
+
+
 def label_named(label: str, instruction: str) -> bool:
     """Does the instruction name this element (all of its words, ignoring case and %)?"""
-    label_words = [w for w in words(label) if w not in STOPWORDS]
+    label_words = _name_words(label)
     if not label_words:
         return False
-    have = set(words(instruction)) | set(numbers(instruction))
-    return all(w in have for w in label_words)
+    return label_words <= (_name_words(instruction) | set(numbers(instruction)))

@@ -414,3 +414,60 @@ def test_fit_experience_prior_counts_memory_proposals_and_refuses_held_out_suite
         call_command("fit_experience_prior", "--suites", "toggles,streams2_x",
                      "--out", str(tmp_path / "no.json"))
     assert not (tmp_path / "no.json").exists()
+
+
+PARCELO = "devices/sim/suites/streams2_parcelo.yaml"  # spent held-out material: development now
+
+
+def test_another_parcels_form_is_the_same_screen_and_its_row_is_named_not_replayed():
+    """Screens whose ids carry the entity (``lamp_day_save`` / ``boots_day_save``) are one
+    kind of screen; a row the instruction names by part of its label ("the desk lamp" for
+    "Desk lamp - Lumen Home") and a day it says ("friday" for "Fri Dec 4") are parameters."""
+    store = MemoryStore()
+    walk(store, PARCELO, "pc02_day_lamp_fri", "move the desk lamp delivery to friday")
+    done, device, _ = run_with_memory(store, PARCELO, "pc02_day_lamp_fri",
+                                      "move the hiking boots delivery to thursday")
+    tapped = [element_label(target_of(p.action, o.nodes), o.nodes)
+              for p, o in done if p.action.type == "CLICK"]
+    assert not any("lamp" in label.lower() for label in tapped), tapped
+    assert any(label.startswith("Hiking boots") for label in tapped), tapped
+    assert "Thursday, Dec 3" in tapped and "Friday, Dec 4" not in tapped
+    assert device.state_vars["parcelo.boots_day"] == "Thu Dec 3"
+    assert device.state_vars["parcelo.lamp_day"] == "Wed Dec 2"  # the lamp left alone
+
+
+def test_the_option_already_chosen_is_where_it_is_not_where_it_should_go():
+    """"It's coming wednesday, move it to friday" names two days; the one already chosen
+    is where the parcel is."""
+    store = MemoryStore()
+    walk(store, PARCELO, "pc02_day_lamp_fri", "move the desk lamp delivery to friday")
+    done, device, _ = run_with_memory(
+        store, PARCELO, "pc02_day_lamp_fri",
+        "the desk lamp delivery comes wednesday, move the desk lamp delivery to saturday")
+    assert device.state_vars["parcelo.lamp_day"] == "Sat Dec 5"
+
+
+def test_answers_to_questions_do_not_change_what_was_asked_for():
+    from agents.experience.slots import intent_similarity
+
+    asked = "Put my electricity on the fixed 24 month plan."
+    answered = asked + " (No preference — whatever you think is best.)"
+    assert intent_similarity(asked, answered) == 1.0
+    assert intent_similarity("turn on wifi (yes)", "turn off wifi") == 0.0
+
+
+def test_ids_renamed_in_one_segment_throughout_align_but_one_differing_id_does_not():
+    from agents.experience.screen import Signature, aligned
+
+    def sig(*tokens):
+        return Signature(frozenset(tokens), (), "|".join(sorted(tokens)))
+
+    boots = sig("Button:boots_day_save", "TextView:boots_dy_note", "RadioGroup:boots_day_group",
+                "Button::back")
+    lamp = sig("Button:lamp_day_save", "TextView:lamp_dy_note", "RadioGroup:lamp_day_group",
+               "Button::back")
+    similarity, rename = aligned(lamp, boots)
+    assert similarity == 1.0 and rename == (("boots", "lamp"),)
+    home = sig("Button:tab_home", "TextView:title", "Button::back")
+    settings = sig("Button:tab_settings", "TextView:title", "Button::back")
+    assert aligned(settings, home) == (settings.similarity(home), ())
