@@ -458,6 +458,56 @@ def test_a_question_reaches_operators_only_after_the_timeout_and_the_users_answe
         kairos_server.api("POST", f"/api/tasks/{task_id}/abort", operator_token)
 
 
+def test_a_ticket_page_shows_an_answer_given_before_its_socket_listened(
+        login, kairos_server, operator_token):
+    """Issue 23, item 8. With one core busy, the question test saw the user answer while
+    the operator's ticket page still said "Ticket open" 30 s later: the page is drawn from
+    the database, and its socket joins the operators' group a moment later; the user's
+    answer fell in between, its event went to nobody, and nothing read the ticket again.
+    Forced here: the page's socket reaches the server only once the user has answered.
+    (A socket that drops and comes back has the same gap.)"""
+    user_token = kairos_server.token("user")
+    status, task = kairos_server.api("POST", "/api/tasks", user_token, {
+        "instruction": f"Turn on Wi-Fi [{uuid.uuid4().hex[:6]}]", "device": "sim-1",
+        "threshold": 5})
+    assert status == 201, task
+    try:
+        page = login("operator")
+        page.goto(kairos_server.url + "/console/")
+        expect(page.locator("#queue-live")).to_have_class(re.compile(r"\bon\b"))
+        row = queue_row(page, task)
+        ticket_id = row.get_attribute("data-ticket-id")
+
+        answered: list[Any] = []
+
+        def user_answers_first(ws: Any) -> None:
+            """The ticket page's socket, held until the user has answered (a question an
+            operator asked from the ticket, as in issue 26: the owner's reply answers it)."""
+            if not answered:
+                answered.append(kairos_server.api(
+                    "POST", f"/api/tickets/{ticket_id}/ask", operator_token,
+                    {"question": "Which network?", "options": ["Home", "Office"]}))
+                answered.append(kairos_server.api(
+                    "POST", f"/api/tasks/{task['id']}/messages", user_token, {"text": "Home"}))
+                answered.append(kairos_server.api(
+                    "GET", f"/api/tickets/{ticket_id}", operator_token))
+            ws.connect_to_server()
+
+        page.route_web_socket(re.compile(r"/ws/operator/$"), user_answers_first)
+        row.locator("a").click()
+        expect(page).to_have_url(re.compile(rf"/console/tickets/{ticket_id}/$"))
+        expect(page.locator("#holder")).to_contain_text(
+            "Answered by the user: “Home”", timeout=30_000)
+        asked, replied, (_, ticket) = answered
+        assert asked[0] == 201 and replied[0] == 201, answered
+        assert ticket["status"] == "resolved" and ticket["answered_by_user"], ticket
+        expect(page.get_by_role("button", name="Take over")).to_be_hidden()
+        # The chat it missed is there too.
+        expect(page.locator("#chat li.from-user").last).to_contain_text("Home")
+    finally:
+        kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
+
+
 def test_the_console_tells_what_waits_and_the_ticket_shows_the_users_side(
         login, kairos_server, operator_token):
     """Issue 15, item 7: tab title count, tiles naming their task, the user's chat, a

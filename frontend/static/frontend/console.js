@@ -516,7 +516,11 @@
       if (!isOpen() && state.editing) setEditing(false);
     }
 
+    // Counts what this page learned of the ticket and task (events, its own actions'
+    // answers): a catch-up read on its way meanwhile is older than that (see open below).
+    let learned = 0;
     function apply(t) {
+      learned += 1;
       state.status = t.status;
       state.assignee = t.assignee || "";
       state.decision = t.decision || "";
@@ -746,7 +750,7 @@
     async function abortNow(why) {
       if (isOpen()) return resolve("abort", why.trim() ? {answer: why.trim()} : {});
       state.busy = true; refresh();
-      try { const task = await api("POST", `/tasks/${taskId}/abort`); state.takeover = false; state.taskStatus = task.status; flash("Task aborted."); }
+      try { const task = await api("POST", `/tasks/${taskId}/abort`); state.takeover = false; applyTaskStatus(task.status); flash("Task aborted."); }
       catch (e) { flash(e.message, true); }
       finally { state.busy = false; refresh(); }
     }
@@ -790,9 +794,14 @@
       const who = m.sender === "user" ? (m.author || "user")
         : m.sender === "operator" ? `Operator ${m.author || ""}`.trim()
         : m.sender === "agent" ? "Agent" : "System";
-      list.append(el("li", {class: "from-" + m.sender, "data-message-id": m.id},
+      const item = el("li", {class: "from-" + m.sender, "data-message-id": m.id},
         el("b", {}, who), " ", el("span", {class: "text"}, m.text),
-        ...(m.options && m.options.length ? [" ", el("span", {class: "muted"}, `[${m.options.join(" · ")}]`)] : [])));
+        ...(m.options && m.options.length ? [" ", el("span", {class: "muted"}, `[${m.options.join(" · ")}]`)] : []));
+      // In the order they were written: one missed while the socket was down comes in
+      // with the catch-up, after newer ones (message ids grow).
+      const later = [...list.querySelectorAll("li[data-message-id]")].find(
+        (li) => Number(li.dataset.messageId) > Number(m.id));
+      list.insertBefore(item, later || null);
       list.scrollTop = list.scrollHeight;
     }
     if ($("ask-form")) $("ask-form").addEventListener("submit", async (e) => {
@@ -813,20 +822,41 @@
       } catch (err) { flash(err.message, true); }
     });
 
-    // Others' claims and resolutions show up here too.
+    function applyTaskStatus(status) {
+      learned += 1;
+      state.taskStatus = status;
+      // A take-over that lapsed (or an admin handed back) ends control on this page too.
+      if (state.takeover && status !== "taken_over") {
+        state.takeover = false;
+        flash("Your take-over has ended: the task went back to the queue.", true);
+      }
+      refresh();
+    }
+
+    // Others' claims and resolutions show up here too. The page was drawn from the
+    // database before its socket joined the operators' group, and a socket that drops
+    // misses what happens until it is back: what happened in between (the user answering
+    // the question, someone claiming or resolving the ticket) comes only by asking. So
+    // on every open — after the server has joined the group — the page reads the task
+    // (its status, this ticket, the chat) once. An event or an answer to this page's own
+    // action that comes while that read is on its way is newer than it: the read must
+    // not undo it (as on the queue), and the events go on arriving.
     liveSocket("/ws/operator/", {
+      async open() {
+        const before = learned;
+        let task;
+        try { task = await api("GET", `/tasks/${taskId}`); }
+        catch (_) { return; }  // the events still arrive; the next open reads again
+        (task.messages || []).forEach(appendChat);
+        if (learned !== before) return;
+        const ticket = (task.tickets || []).find((t) => t.id === ticketId);
+        if (ticket) apply(ticket);
+        applyTaskStatus(task.status);
+      },
       json(msg) {
         if (msg.type === "chat.message" && msg.task === taskId) appendChat(msg.message);
         if (msg.ticket && msg.ticket.id === ticketId && msg.type !== "ticket.opened") apply(msg.ticket);
-        if (msg.type === "task.updated" && msg.task.id === taskId) {
-          state.taskStatus = msg.task.status;
-          // A take-over that lapsed (or an admin handed back) ends control on this page too.
-          if (state.takeover && msg.task.status !== "taken_over") {
-            state.takeover = false;
-            flash("Your take-over has ended: the task went back to the queue.", true);
-          }
-          refresh();
-        }
+        if (msg.type === "task.updated" && msg.task.id === taskId) applyTaskStatus(msg.task.status);
       },
     });
 
