@@ -414,6 +414,9 @@ def test_fit_experience_prior_counts_memory_proposals_and_refuses_held_out_suite
     with pytest.raises(CommandError, match="held-out"):
         call_command("fit_experience_prior", "--suites", "toggles,streams2_x",
                      "--out", str(tmp_path / "no.json"))
+    with pytest.raises(CommandError, match="held-out"):
+        call_command("fit_experience_prior", "--suites", "streams3_tavolo",
+                     "--out", str(tmp_path / "no.json"))
     assert not (tmp_path / "no.json").exists()
 
 

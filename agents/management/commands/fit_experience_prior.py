@@ -4,8 +4,8 @@ Runs ``evaluate --learn`` (heuristic backend, oracle operator, the shipped calib
 prior) on development suites and counts, per bucket (kind / times confirmed / instruction
 similarity, ``agents.calibration.experience.bucket``), how often a proposal that came
 from memory was right by the oracle's step label. Never run it on held-out suites
-(``heldout_*``, ``fresh11``–``fresh15``, ``streams2_*``): what judges the memory must not
-have shaped its prior.
+(``heldout_*``, ``fresh11``–``fresh15``, ``streams2_*``, ``streams3_*``): what judges the
+memory must not have shaped its prior.
 """
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from agents.calibration.experience import PRIOR_WEIGHT, SHIPPED_PRIOR, Experienc
 DEVELOPMENT = ("streams1_pocketpay,streams1_homely,toggles,everyday,reworded2,home,bank,"
                "cloud,complex,fresh_apps,fresh2_apps,fresh3_apps,fresh4_apps,fresh5_apps,"
                "fresh6_apps,fresh7_apps,fresh8_apps,fresh9_apps,fresh10_apps")
-HELD_OUT = ("heldout_", "streams2_", "fresh11", "fresh12", "fresh13", "fresh14", "fresh15")
+HELD_OUT = ("heldout_", "streams2_", "streams3_", "fresh11", "fresh12", "fresh13", "fresh14",
+            "fresh15")
 
 
 class Command(BaseCommand):
