@@ -24,7 +24,9 @@ from django.utils import timezone
 from agents import learning
 from tests.agents.learning_data import consistent, history, labelled_step
 operator = User.objects.get(username="operator")
-at = timezone.now() - timedelta(days=5)
+# 01:00 five days ago: the first labels span 12 hours and the next day's 5, so each set
+# stays within one UTC date whatever time of day the test runs (the chart is per day)
+at = (timezone.now() - timedelta(days=5)).replace(hour=1, minute=0, second=0, microsecond=0)
 for i, right in enumerate([True] * 10 + [False] * 3):
     labelled_step(operator, right=right, at=at + timedelta(hours=i), backend="heuristic",
                   app="com.example.changed", confidence=4.5, threshold=4.0,
