@@ -247,7 +247,8 @@ def run_episode(
         outcome = device.perform(action)
         loop.reflect(action, outcome.changed, target, memory.excluded)
         memory.history.append(
-            loop.history_entry(len(memory.history) + 1, action, by, outcome.changed, target)
+            loop.history_entry(len(memory.history) + 1, action, by, outcome.changed, target,
+                               observation.nodes)
         )
 
     result.success = bool(device.check(task)) if getattr(task, "has_predicate", False) else None

@@ -31,7 +31,7 @@ from agents.experience.learning import (
     ALONE, APPROVE, EDIT, StepFact, TaskLearning, learn_from_ticket, learn_from_verdict,
     record_episode,
 )
-from agents.experience.memory import MemoryStore, step_key
+from agents.experience.memory import MemoryStore, pick_group, step_key
 from agents.metrics import summarize
 from devices.actions import Action, validate_action
 
@@ -79,7 +79,8 @@ def run_learning_task(job: EpisodeJob, store: MemoryStore,
         target = loop.target_node(action, observation.nodes)
         summary = loop.history_entry(0, action, record.by, True, target).summary
         before = row.facts[-1] if row.facts else None
-        prev = step_key(before.executed, before.summary, task.instruction) if before else ""
+        prev = step_key(before.executed, before.summary, task.instruction,
+                        pick_group(before.executed, before.nodes)) if before else ""
         row.facts.append(StepFact(
             app=observation.app or "", nodes=list(observation.nodes),
             instruction=task.instruction, proposed=proposed, executed=action,

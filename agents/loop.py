@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from agents.backends.base import HistoryEntry, Proposal, StepContext
 from agents.safety import Harm, current_policy
 from agents.elements import row_label
+from agents.experience.memory import pick_group
 from agents.text import tokens
 from devices.actions import (
     CLICK, COMPLETE, IMPOSSIBLE, LONG_CLICK, POINT_TYPES, WAIT, Action, ActionError, validate_action,
@@ -263,9 +264,12 @@ def shown_name(action: Action, nodes: list[UINode]) -> Action:
 
 
 def history_entry(index: int, action: Action, by: str, changed: bool,
-                  target: UINode | None = None) -> HistoryEntry:
+                  target: UINode | None = None,
+                  nodes: list[UINode] | None = None) -> HistoryEntry:
+    """One executed step for the history; ``nodes``: the screen it was decided on (then a
+    pick among siblings is recorded as such)."""
     summary = action.describe()
     if target is not None and target.label and action.type in POINT_TYPES:
         summary = f"{action.type} '{target.label}'"
     return HistoryEntry(index=index, action=action.to_json(), by=by, summary=summary,
-                        screen_changed=changed)
+                        screen_changed=changed, pick=pick_group(action, nodes))

@@ -12,7 +12,7 @@ import threading
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -28,6 +28,7 @@ from django.utils import timezone
 from agents import events, loop
 from agents.appknowledge import with_purposes
 from agents.backends.base import HistoryEntry, Proposal, StepContext
+from agents.experience.memory import pick_group
 from agents.models import (
     ACTIVE_TASK_STATUSES, DecidedBy, Decision, Message, Step, StepStatus, Task,
     TaskStatus, Ticket, TicketKind, TicketReason, TicketStatus, TrainingRecord,
@@ -438,11 +439,19 @@ def schedule_step(task_id: Any, index: int) -> None:
 def _history(task: Task) -> list[HistoryEntry]:
     rows = task.steps.filter(status=StepStatus.DONE).exclude(executed_action=None).order_by(
         "index").values_list("index", "executed_action", "decided_by", "summary", "screen_changed")
-    return [
+    history = [
         HistoryEntry(index=n, action=action, by=by, summary=summary or "",
                      screen_changed=bool(changed) if changed is not None else True)
         for n, (_, action, by, summary, changed) in enumerate(rows, start=1)
     ]
+    if history:
+        # the last step's pick among siblings, read off the screen it was decided on: what
+        # the experience memory keys the next step on (agents.experience.memory.pick_group)
+        last = rows[len(rows) - 1][0]
+        nodes = task.steps.filter(index=last).values_list("ui_nodes", flat=True).first()
+        history[-1] = replace(history[-1], pick=pick_group(history[-1].action,
+                                                           nodes_from_json(nodes or [])))
+    return history
 
 
 def _backend_for(task: Task):
@@ -494,8 +503,10 @@ def _step_fact(task: Task, step: Step, executed: Any, decision: str, proposed: A
     kind = (evidence.get("memory_kind") if evidence.get("rule") == "experience"
             or evidence.get("memory_agrees") else None)
     before = task.steps.filter(index__lt=step.index, status=StepStatus.DONE).exclude(
-        executed_action=None).order_by("-index").values_list("executed_action", "summary").first()
-    prev = step_key(before[0], before[1] or "", task.goal) if before else ""
+        executed_action=None).order_by("-index").values_list(
+        "executed_action", "summary", "ui_nodes").first()
+    prev = step_key(before[0], before[1] or "", task.goal,
+                    pick_group(before[0], nodes_from_json(before[2] or []))) if before else ""
     return StepFact(app=step.app, nodes=nodes_from_json(step.ui_nodes or []),
                     instruction=task.goal, proposed=action(proposed), executed=action(executed),
                     decision=decision, memory_kind=kind, summary=step.summary, prev=prev)

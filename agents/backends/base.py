@@ -26,6 +26,9 @@ class HistoryEntry:
     by: str = "agent"  # "agent" | "operator"
     summary: str = ""  # plain-words description, e.g. "CLICK 'Wi-Fi' at (540, 600)"
     screen_changed: bool = True
+    # the tap picked one of several siblings: their group ("RadioButton:pl_day_group"),
+    # else "" (agents.experience.memory.pick_group)
+    pick: str = ""
 
 
 @dataclass

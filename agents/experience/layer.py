@@ -160,7 +160,7 @@ def previous_key(ctx: StepContext) -> str:
     if not ctx.history:
         return ""
     last = ctx.history[-1]
-    return step_key(last.action, last.summary, ctx.goal)
+    return step_key(last.action, last.summary, ctx.goal, last.pick)
 
 
 def performed(ctx: StepContext) -> list[Action]:

@@ -31,7 +31,7 @@ from agents.experience.slots import (
     TextTemplate, intent_similarity, label_named, named_equally, shape, singled_out,
     text_template,
 )
-from devices.actions import CLICK, OPENAPP, POINT_TYPES, TYPE, Action
+from devices.actions import CLICK, OPENAPP, POINT_TYPES, TYPE, Action, validate_action
 from devices.uitree import UINode, node_at
 
 CONFIRM = 1
@@ -163,6 +163,20 @@ def _pick(group: list[UINode], nodes: list[UINode], instruction: str) -> UINode 
     return group[index] if index is not None else None
 
 
+def _names_another(node: UINode, nodes: list[UINode], instruction: str) -> bool:
+    """``node`` is an option (checkable) and ``instruction`` singles out another of its
+    sibling options (:func:`_pick`). A row that leads elsewhere ("Settings" beside
+    "Savings") is a way, not a choice: it is not checked."""
+    if not node.checkable:
+        return False
+    by_index = {n.index: n for n in nodes}
+    group = _siblings(short_class(node), _parent_rid(node, by_index), node.depth, nodes)
+    if len(group) < 2 or node not in group:
+        return False
+    named = _pick(group, nodes, instruction)
+    return named is not None and named is not node
+
+
 def target_of(action: Action, nodes: list[UINode]) -> UINode | None:
     if action.type not in POINT_TYPES or action.x is None or action.y is None:
         return None
@@ -271,10 +285,14 @@ def bind(template: ActionTemplate, nodes: list[UINode], instruction: str) -> Act
 
 
 def named_state(nodes: list[UINode], instruction: str) -> bool | None:
-    """The checked state of the one switch/checkbox/radio the instruction names on this
+    """The checked state of the one switch or checkbox the instruction names on this
     screen, or None (none, or several): the precondition that tells "turn it on" from
-    "it is already on"."""
-    hits = [n for n in nodes if n.checkable and label_named(element_label(n, nodes), instruction)]
+    "it is already on". An option of a group (a radio button) is chosen, not switched:
+    whether the named one is chosen already is its own state (``target_checked``), and
+    whether "Visa" or "my amex" names its option fully must not make two requests to
+    choose one differ."""
+    hits = [n for n in nodes if n.checkable and short_class(n) != "RadioButton"
+            and label_named(element_label(n, nodes), instruction)]
     return hits[0].checked if len(hits) == 1 else None
 
 
@@ -289,11 +307,35 @@ def precondition(template: ActionTemplate, nodes: list[UINode], instruction: str
     return pre
 
 
-def step_key(action: dict[str, Any] | Action | None, summary: str, instruction: str) -> str:
+def pick_group(action: dict[str, Any] | Action | None, nodes: list[UINode] | None) -> str:
+    """Where ``action`` (a tap on the screen ``nodes``) picked one of several: its element's
+    sibling group ("RadioButton:pl_day_group" — same class, same parent, at least two),
+    else "". What comes after a pick depends on the group, not on which one was picked:
+    after any departure, the class; after any day, the time."""
+    if action is None or not nodes:
+        return ""
+    if isinstance(action, dict):
+        checked = validate_action(action)
+        if not isinstance(checked, Action):
+            return ""
+        action = checked
+    node = target_of(action, nodes)
+    if node is None:
+        return ""
+    by_index = {n.index: n for n in nodes}
+    cls, parent = short_class(node), _parent_rid(node, by_index)
+    group = _siblings(cls, parent, node.depth, nodes)
+    return f"{cls}:{parent}" if len(group) >= 2 and node in group and parent else ""
+
+
+def step_key(action: dict[str, Any] | Action | None, summary: str, instruction: str,
+             group: str = "") -> str:
     """The previous step as a key that survives changing parameters: its type and its
     element's label ("CLICK save goal"), a label the instruction names as ``<named>``,
-    typed text as its template, an app by name. What a form needs next depends on what
-    was just done: "Save goal" on the goal screen before typing is not after it."""
+    typed text as its template, an app by name; ``group``: :func:`pick_group` of the tap
+    (the pick is then the same step whichever sibling it picked). What a form needs next
+    depends on what was just done: "Save goal" on the goal screen before typing is not
+    after it."""
     if action is None:
         return ""
     if isinstance(action, Action):
@@ -309,14 +351,29 @@ def step_key(action: dict[str, Any] | Action | None, summary: str, instruction: 
         label = ""
         if "'" in summary:
             label = summary.split("'", 1)[1].rsplit("'", 1)[0]
+        key = f"{kind}|{label.lower()}" + (f"{GROUP_MARK}{group}>" if group else "")
         if label and label_named(label, instruction):
             # a row or option the instruction names: another instruction names another one
-            return f"{kind}|{label.lower()}{NAMED_MARK}"
-        return f"{kind}|{label.lower()}"
+            return key + NAMED_MARK
+        return key
     return kind
 
 
 NAMED_MARK = "|<named>"
+GROUP_MARK = "|<in:"
+
+
+def _key_parts(key: str) -> tuple[str, str, str, bool]:
+    """(head, label, group, named) of a :func:`step_key`."""
+    named = key.endswith(NAMED_MARK)
+    if named:
+        key = key[:-len(NAMED_MARK)]
+    group = ""
+    if GROUP_MARK in key and key.endswith(">"):
+        key, _, group = key.partition(GROUP_MARK)
+        group = group[:-1]
+    head, _, label = key.partition("|")
+    return head, label, group, named
 
 
 def with_screen(key: str, nodes: list[UINode], instruction: str) -> str:
@@ -325,7 +382,7 @@ def with_screen(key: str, nodes: list[UINode], instruction: str) -> str:
     on a form that is still open ("friday" for "Friday, Dec 4")."""
     if "|" not in key or key.endswith(NAMED_MARK):
         return key
-    label = key.split("|", 1)[1]
+    label = _key_parts(key)[1]
     if not label:
         return key
     hits = [n for n in nodes if element_label(n, nodes).lower() == label]
@@ -353,17 +410,19 @@ def _renamed_key(key: str, rename: dict[str, str]) -> str:
 
 def prev_matches(remembered: str, current: str) -> bool:
     """Is the step before the same? The same label (whether or not each instruction says
-    it), or a label each instruction says — the day each wanted, the parcel each named."""
+    it), a label each instruction says — the day each wanted, the parcel each named — or
+    a pick in the same group of siblings (:func:`pick_group`)."""
     if remembered == current:
         return True
-    r_named, c_named = remembered.endswith(NAMED_MARK), current.endswith(NAMED_MARK)
+    r_head, r_label, r_group, r_named = _key_parts(remembered)
+    c_head, c_label, c_group, c_named = _key_parts(current)
+    if r_head != c_head or "|" not in remembered or "|" not in current:
+        return False
+    if r_group and r_group == c_group:
+        return True
     if r_named and c_named:
-        return remembered.split("|", 1)[0] == current.split("|", 1)[0]
-    if r_named:
-        remembered = remembered[:-len(NAMED_MARK)]
-    if c_named:
-        current = current[:-len(NAMED_MARK)]
-    return remembered == current and "|" in remembered
+        return True
+    return r_label == c_label
 
 
 # --- entries and stores --------------------------------------------------------------
@@ -635,6 +694,11 @@ def lookup(store: Store, app: str, nodes: list[UINode], instruction: str,
                            if "target_checked" in e.pre), None)
             if node is not None and wanted is not None and node.checked != wanted:
                 action = None
+            if node is not None and not template.locator.named and _names_another(
+                    node, nodes, instruction):
+                # a remembered choice among options ("EU 42", "Cycling") is not replayed
+                # where this instruction names another of them
+                action = None
         if action is not None and action.type in POINT_TYPES and any(
                 action.same_as(earlier) for earlier in done):
             continue  # tapped already in this episode: a replay would undo or repeat it
@@ -710,5 +774,5 @@ def similar_episodes(store: Store, instruction: str, app: str | None, k: int = 3
 __all__ = [
     "ActionTemplate", "CONFIRM", "CONTRADICT", "Entry", "Episode", "Locator", "Lookup",
     "Match", "MemoryStore", "SOURCES", "Store", "bind", "locate", "lookup", "named_state",
-    "remember", "resolve", "screen_summary", "similar_episodes", "step_key", "template_of",
+    "pick_group", "remember", "resolve", "screen_summary", "similar_episodes", "step_key", "template_of",
 ]

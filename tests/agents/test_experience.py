@@ -14,7 +14,7 @@ from agents.experience.learning import (
     APPROVE, EDIT, StepFact, learn_from_ticket, learn_from_verdict,
 )
 from agents.experience.memory import (
-    CONFIRM, MemoryStore, element_label, lookup, step_key, target_of,
+    CONFIRM, MemoryStore, element_label, lookup, pick_group, step_key, target_of,
 )
 from agents.experience.screen import screen_signature
 from devices.actions import Action
@@ -53,7 +53,7 @@ def walk(store: MemoryStore, suite_path: str, task_id: str, instruction: str | N
         learn_from_ticket(store, StepFact(
             app=observation.app, nodes=observation.nodes, instruction=said, proposed=None,
             executed=action, decision=decision, summary=summary, prev=prev), task=task_id)
-        prev = step_key(action, summary, said)
+        prev = step_key(action, summary, said, pick_group(action, observation.nodes))
         if action.type == "COMPLETE":
             break
         device.perform(action)
@@ -82,7 +82,8 @@ def run_with_memory(store, suite_path, task_id, instruction, threshold=0.0, max_
         target = loop.target_node(proposal.action, observation.nodes)
         outcome = device.perform(proposal.action)
         memory.history.append(loop.history_entry(
-            len(memory.history) + 1, proposal.action, "agent", outcome.changed, target))
+            len(memory.history) + 1, proposal.action, "agent", outcome.changed, target,
+            observation.nodes))
     return done, device, task
 
 
@@ -475,3 +476,44 @@ def test_ids_renamed_in_one_segment_throughout_align_but_one_differing_id_does_n
     home = sig("Button:tab_home", "TextView:title", "Button::back")
     settings = sig("Button:tab_settings", "TextView:title", "Button::back")
     assert aligned(settings, home) == (settings.similarity(home), ())
+
+
+RAILBIRD = "devices/sim/suites/streams3_railbird.yaml"  # spent held-out material: development now
+
+
+def test_what_follows_a_pick_follows_any_pick_of_the_same_group():
+    """After a contact is picked from the list, the amount comes next whichever contact it
+    was: the step before is "a pick among the contacts", not the one named Priya."""
+    store = MemoryStore()
+    walk(store, POCKETPAY, "pp05")  # "request $25 from Priya"
+    done, device, _ = run_with_memory(store, POCKETPAY, "pp22", "request 30 dollars from Chen")
+    typed = [p.action.text for p, _ in done if p.action.type == "TYPE"]
+    assert typed == ["30"]
+    assert device.state_vars["pocketpay.requested_from"] == "chen"
+
+
+def test_an_option_named_by_the_words_only_it_has_is_the_named_one():
+    """"make my amex the default" names "Amex ending 2009" as much as "the Mastercard ending
+    3172" names its radio button: what one learned applies to the other."""
+    store = MemoryStore()
+    walk(store, RAILBIRD, "rb09_default_amex")
+    _, device, _ = run_with_memory(store, RAILBIRD, "rb09_default_amex",
+                                   "Change the default card to the Mastercard ending 3172.")
+    assert device.state_vars["railbird.default_card"] == "mc"
+
+
+def test_a_remembered_option_is_not_chosen_where_the_request_names_another():
+    """Someone wanted to cycle to Riverside Park (their answer, not their words): "Cycling"
+    is remembered as a fixed choice. "Get driving directions to Riverside Park" names
+    another of the same options, so the remembered one is not replayed."""
+    store = MemoryStore()
+    walk(store, "devices/sim/suites/complex.yaml", "maps_park_travel_mode")
+    done, device, _ = run_with_memory(store, "devices/sim/suites/complex.yaml",
+                                      "maps_park_travel_mode",
+                                      "Get driving directions to Riverside Park")
+    tapped = [element_label(target_of(p.action, o.nodes), o.nodes)
+              for p, o in done if p.action.type == "CLICK"]
+    shown = [element_label(n, device.observe().nodes) for n in device.observe().nodes]
+    assert "Driving" in shown and "Cycling" in shown  # the memory led to the options …
+    assert "Cycling" not in tapped, tapped  # … and did not choose for this request
+    assert device.state_vars.get("maps.mode") != "cycling"

@@ -158,3 +158,57 @@ def test_an_admin_can_turn_the_shipped_prior_off(demo, scripted, inline_steps, p
     else:  # only this installation's own record: nothing judged yet
         assert "memory_prior_right" not in evidence
         assert step.confidence == 1.0
+
+
+def tap(label: str):
+    """The scripted backend taps the element labelled ``label`` (asking: confidence 2)."""
+    def propose(ctx) -> Proposal:
+        node = next((n for n in ctx.observation.nodes if n.label == label), None)
+        assert node is not None, (label, [n.label for n in ctx.observation.nodes])
+        x, y = node.center
+        return Proposal(Action("CLICK", x=x, y=y), confidence=2.0, thought=f"tap {label}")
+    return propose
+
+
+def field_of(ctx, rid: str):
+    return next(n for n in ctx.observation.nodes if n.resource_id.endswith(rid))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_another_row_of_the_same_list_the_next_step_is_remembered(
+        demo, scripted, inline_steps, phones):
+    """On the real step path (history read back from the database): what an operator did
+    after opening Alex's conversation is proposed after opening Mom's — the step before is
+    "a row of the conversations", not Alex's row."""
+    def body_field(ctx) -> Proposal:
+        x, y = field_of(ctx, "message_body").center
+        return Proposal(Action("CLICK", x=x, y=y), confidence=2.0, thought="the message")
+
+    def recipient_field(ctx) -> Proposal:
+        x, y = field_of(ctx, "recipient").center
+        return Proposal(Action("CLICK", x=x, y=y), confidence=2.0, thought="the recipient")
+
+    scripted([tap("Messages"), tap("Alex Chen"), body_field,
+              Proposal(Action("COMPLETE"), confidence=2.0),  # asked; the task is aborted
+              tap("Messages"), tap("Mom"), recipient_field])
+    first, _ = first_step_of_a_new_task(demo["user"], inline_steps, phones,
+                                        "Text Alex that I'm on my way")
+    for _ in range(3):  # an operator approves: open Messages, Alex's row, the message field
+        services.resolve_ticket(Ticket.objects.get(task=first, status="open"),
+                                demo["operator"], "approve")
+        inline_steps.drain()
+    services.abort_task(first, demo["operator"])
+    phones.device("sim-1").perform(Action("PRESS_BACK"))
+
+    second, _ = first_step_of_a_new_task(demo["user"], inline_steps, phones,
+                                         "Text Mom that I'm on my way")
+    for _ in range(2):  # open Messages, Mom's row
+        services.resolve_ticket(Ticket.objects.get(task=second, status="open"),
+                                demo["operator"], "approve")
+        inline_steps.drain()
+    step = second.steps.get(index=2)
+    body = field_of(type("Ctx", (), {"observation": phones.device("sim-1").observe()}),
+                    "message_body")
+    # the backend wanted the recipient field; the memory proposes the message, and says why
+    assert (step.proposed_action["x"], step.proposed_action["y"]) == body.center
+    assert step.extra["evidence"]["rule"] == "experience"
