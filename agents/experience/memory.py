@@ -774,5 +774,6 @@ def similar_episodes(store: Store, instruction: str, app: str | None, k: int = 3
 __all__ = [
     "ActionTemplate", "CONFIRM", "CONTRADICT", "Entry", "Episode", "Locator", "Lookup",
     "Match", "MemoryStore", "SOURCES", "Store", "bind", "locate", "lookup", "named_state",
-    "pick_group", "remember", "resolve", "screen_summary", "similar_episodes", "step_key", "template_of",
+    "pick_group", "remember", "resolve", "screen_summary", "similar_episodes", "step_key",
+    "template_of",
 ]

@@ -382,8 +382,8 @@ def test_the_shipped_prior_says_how_and_when_it_was_measured_and_never_on_held_o
 
     data = json.loads(SHIPPED_PRIOR.read_text())
     assert data["measured"] and data["how"] and data["proposals"] > 0
-    held_out = ("heldout_", "streams2_", "streams3_", "fresh11", "fresh12", "fresh13", "fresh14",
-                "fresh15")
+    held_out = ("heldout_", "streams2_", "streams3_", "streams4_", "fresh11", "fresh12",
+                "fresh13", "fresh14", "fresh15")
     assert data["suites"] and not any(s.startswith(held_out) for s in data["suites"])
     prior = shipped_prior()
     assert prior.buckets and ExperiencePrior.from_json(prior.to_json()).buckets == prior.buckets

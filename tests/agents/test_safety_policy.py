@@ -538,7 +538,8 @@ def test_the_heuristic_goes_ahead_in_the_confirmation_its_own_tap_opened(phone):
                                           ("fresh14_apps", 12), ("fresh14_errands", 8),
                                           ("fresh15_apps", 10), ("fresh15_errands", 7),
                                           ("streams2_parcelo", 6), ("streams2_utilo", 7),
-                                          ("streams3_tavolo", 8), ("streams3_railbird", 11)])
+                                          ("streams3_tavolo", 8), ("streams3_railbird", 11),
+                                          ("streams4_foldline", 10), ("streams4_deskhop", 13)])
 def test_every_marked_sensitive_step_asks_at_every_gamma(suite, marked):
     # The oracle backend proposes the right action with confidence 5: only the policy
     # can make it ask.

@@ -22,8 +22,8 @@ from agents.calibration.experience import PRIOR_WEIGHT, SHIPPED_PRIOR, Experienc
 DEVELOPMENT = ("streams1_pocketpay,streams1_homely,toggles,everyday,reworded2,home,bank,"
                "cloud,complex,fresh_apps,fresh2_apps,fresh3_apps,fresh4_apps,fresh5_apps,"
                "fresh6_apps,fresh7_apps,fresh8_apps,fresh9_apps,fresh10_apps")
-HELD_OUT = ("heldout_", "streams2_", "streams3_", "fresh11", "fresh12", "fresh13", "fresh14",
-            "fresh15")
+HELD_OUT = ("heldout_", "streams2_", "streams3_", "streams4_", "fresh11", "fresh12", "fresh13",
+            "fresh14", "fresh15")
 
 
 class Command(BaseCommand):
