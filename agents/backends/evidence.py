@@ -75,6 +75,18 @@ def context_evidence(action: Action | None, ctx: StepContext) -> dict[str, Any]:
 _APP_CUES_BEFORE = frozenset(
     "in on open launch start use using via with from into inside through to".split())
 _APP_CUES_AFTER = frozenset({"app", "apps", "application"})
+# Words that may follow an app's name in the same clause without making the name a
+# describing word ("with the Clock for 7", "in the Coffee and then…"): general English.
+_FOLLOWS_A_NAME = frozenset(
+    "and or to for then please too so now at on in by from with without until when as "
+    "if but instead again later today tonight tomorrow".split())
+
+
+def _same_clause(rest: str) -> bool:
+    """The words right after a match continue its clause (no punctuation between)."""
+    return re.match(r"\s*[A-Za-z']", rest) is not None
+
+
 _NAME_PART_RE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 
 
@@ -108,9 +120,14 @@ def app_mention(goal: str, app_name: str) -> str | None:
         if match.group(0)[0].isupper() and not sentence_start:
             return "name"
         lowered = [w.lower() for w in before[-2:]]
-        if lowered and (lowered[-1] in _APP_CUES_BEFORE or (
-                len(lowered) == 2 and lowered[-1] in {"the", "my"}
-                and lowered[0] in _APP_CUES_BEFORE)):
+        if lowered and lowered[-1] in _APP_CUES_BEFORE:
+            return "name"
+        if (len(lowered) == 2 and lowered[-1] in {"the", "my"} and lowered[0] in _APP_CUES_BEFORE
+                and not (after and after[0].lower() not in _APP_CUES_AFTER
+                         and after[0].lower() not in _FOLLOWS_A_NAME
+                         and _same_clause(goal[match.end():]))):
+            # "with the Coffee", "on my clock" — unless a word follows that the name only
+            # describes: "with the coffee stain", "in the clock radio"
             return "name"
         if after and after[0].lower() in _APP_CUES_AFTER:
             return "name"
