@@ -821,6 +821,12 @@
         $("message-text").value = "";
       } catch (err) { flash(err.message, true); }
     });
+    // The page is drawn with its buttons disabled and its key hints hidden: a click or a
+    // key before this script had bound them did nothing, silently. Now that they work,
+    // refresh() (at the end) enables what the ticket's state allows; these two forms
+    // work whatever it is (the chat closes with the task, as the server drew it).
+    if ($("ask-send")) $("ask-send").disabled = false;
+    $("message-form").querySelector("button").disabled = $("message-text").disabled;
 
     function applyTaskStatus(status) {
       learned += 1;
