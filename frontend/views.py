@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from agents import presence, services
+from agents import events, presence, services
 from agents.models import (ACTIVE_TASK_STATUSES, Step, Task, TaskStatus, Ticket, TicketKind,
                            TicketStatus)
 from devices.actions import Action, text_problem, validate_action
@@ -184,6 +184,8 @@ def console(request: HttpRequest) -> HttpResponse:
     tickets = sorted(tickets, key=lambda t: (t.reason != "sensitive_action", t.created_at))
     return render(request, "frontend/console.html", {
         "tickets": tickets, "devices": devices, "sla": int(settings.KAIROS_TICKET_SLA),
+        # The same tickets for console.js: the list it starts from (issue 23.8).
+        "queue": [events.ticket_json(t) for t in tickets],
         "taken": taken, "is_admin": services.is_admin(request.user),
         "online": presence.online()})
 

@@ -235,6 +235,35 @@ def test_a_ticket_opened_while_the_queue_catches_up_is_not_lost(
     expect(row).to_have_count(1)
 
 
+def test_a_ticket_the_server_drew_stays_while_the_queue_catches_up(
+        login, kairos_server, operator_token, task_factory):
+    """Issue 23.8: the server draws the queue, but the page's script started from an empty
+    list; a ticket event that came before its catch-up list replaced the drawn rows — the
+    queue went blank ("Nothing needs a person right now") under the operator's pointer
+    until the list came back. The list request is held while another ticket opens."""
+    drawn = task_factory(device="sim-1")
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    queue_row(page, drawn)
+    held: list[Any] = []
+    page.route(re.compile(r"/api/tickets\?status=open$"), lambda route: held.append(route))
+    page.reload()
+    row = page.locator("#queue tbody tr[data-ticket-id]", has_text=drawn["instruction"])
+    expect(row).to_be_visible()
+
+    later = task_factory(device="sim-2")
+    queue_row(page, later)  # its ticket.opened event drew it
+    assert len(held) == 1, "the console never asked for the open tickets"
+    expect(row).to_be_visible()
+    expect(page.locator("#queue-empty")).to_be_hidden()
+
+    held[0].continue_()
+    expect(page.locator("#queue-live")).to_have_class(re.compile(r"\bon\b"), timeout=TIMEOUT)
+    expect(row).to_have_count(1)
+    expect(page.locator("#queue tbody tr[data-ticket-id]", has_text=later["instruction"])
+           ).to_have_count(1)
+
+
 def test_a_take_over_tap_lands_on_the_element_under_the_pointer(
         login, kairos_server, operator_token, task_factory):
     """The page at the top of a 1280×900 window: the tap must reach the element clicked,
