@@ -279,8 +279,8 @@
     // before the catch-up list below adds to it. (Started empty, the page let such an
     // event replace the drawn rows: the queue went blank — "Nothing needs a person right
     // now" — under the operator's pointer until the list came back; issue 23.8.)
-    const drawn = document.getElementById("queue-data");
-    if (drawn) { JSON.parse(drawn.textContent).forEach(put); render(); }
+    JSON.parse(root.dataset.queue || "[]").forEach(put);
+    render();
 
     // Ids an event touched while a catch-up list was on its way: the list was read before
     // the event, so for these the event is newer and the list must not undo it.
