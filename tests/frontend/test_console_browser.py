@@ -537,6 +537,53 @@ def test_a_ticket_page_shows_an_answer_given_before_its_socket_listened(
         kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
 
 
+def test_a_task_event_during_the_catch_up_read_does_not_hide_the_users_answer(
+        login, kairos_server, operator_token):
+    """Issue 23.8, the full tests/frontend run with one core busy: the user answered while
+    the ticket page's socket was joining, and the agent went on at once. The page's
+    catch-up read had the answer, but a task.updated that came while it was on its way
+    made the page drop the whole read — the ticket's part too, which no event had
+    touched — and the page said "Ticket open" for good. Forced here: the user answers
+    before the socket connects, and a task event comes while the read is held."""
+    user_token = kairos_server.token("user")
+    status, task = kairos_server.api("POST", "/api/tasks", user_token, {
+        "instruction": f"Turn on Wi-Fi [{uuid.uuid4().hex[:6]}]", "device": "sim-1",
+        "threshold": 5})
+    assert status == 201, task
+    try:
+        page = login("operator")
+        page.goto(kairos_server.url + "/console/")
+        row = queue_row(page, task)
+        ticket_id = row.get_attribute("data-ticket-id")
+        answered: list[Any] = []
+
+        def user_answers_first(ws: Any) -> None:
+            if not answered:
+                answered.append(kairos_server.api(
+                    "POST", f"/api/tickets/{ticket_id}/ask", operator_token,
+                    {"question": "Which network?", "options": ["Home", "Office"]}))
+                answered.append(kairos_server.api(
+                    "POST", f"/api/tasks/{task['id']}/messages", user_token, {"text": "Home"}))
+            ws.connect_to_server()
+
+        def a_task_event_comes_meanwhile(route: Any) -> None:
+            read = route.fetch()  # after the answer: the ticket is resolved
+            # Any task.updated will do; an abort leaves this (resolved) ticket as it is.
+            kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
+            expect(page.locator("#task-status")).to_have_text("aborted")
+            route.fulfill(response=read)
+
+        page.route_web_socket(re.compile(r"/ws/operator/$"), user_answers_first)
+        page.route(re.compile(rf"/api/tasks/{task['id']}$"), a_task_event_comes_meanwhile)
+        row.locator("a").click()
+        expect(page).to_have_url(re.compile(rf"/console/tickets/{ticket_id}/$"))
+        expect(page.locator("#holder")).to_contain_text("Answered by the user: “Home”")
+        expect(page.locator("#task-status")).to_have_text("aborted")  # the newer event
+        assert [code for code, _ in answered] == [201, 201], answered
+    finally:
+        kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
+
+
 def test_the_console_tells_what_waits_and_the_ticket_shows_the_users_side(
         login, kairos_server, operator_token):
     """Issue 15, item 7: tab title count, tiles naming their task, the user's chat, a
