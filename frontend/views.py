@@ -1,6 +1,7 @@
 """Server-rendered pages for the three surfaces: operators, end users, admins."""
 from __future__ import annotations
 
+import json
 import logging
 from functools import wraps
 from typing import Any, Callable
@@ -13,8 +14,9 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from agents import presence, services
-from agents.models import ACTIVE_TASK_STATUSES, Step, Task, TaskStatus, Ticket, TicketStatus
+from agents import events, presence, services
+from agents.models import (ACTIVE_TASK_STATUSES, Step, Task, TaskStatus, Ticket, TicketKind,
+                           TicketStatus)
 from devices.actions import Action, text_problem, validate_action
 from devices.models import Device
 from frontend.api import healthz_status
@@ -114,19 +116,26 @@ def task_detail(request: HttpRequest, task_id: Any) -> HttpResponse:
         except services.ServiceError as exc:
             messages.error(request, exc.detail)
         return redirect("task_detail", task_id=task.id)
+    # Each message is read with its ticket in one query: whether a question still takes
+    # quick replies is as of the same moment as the question itself. (The open tickets,
+    # read apart before the chat, could miss a question the worker asked in between: it
+    # showed with no replies for good, the socket joining after it was sent; issue 23.8.)
+    chat = list(task.messages.select_related("author", "ticket"))
+    # The rest of the page is read after the chat, so it is never older than a question
+    # it shows; what happens after is the socket's and the page's catch-up read's.
+    task.refresh_from_db()
     steps = list(task.steps.order_by("index"))
     shots = [s for s in steps if s.screenshot]
+    open_question = next((m.ticket for m in reversed(chat) if m.ticket is not None
+                          and m.ticket.kind == TicketKind.CLARIFICATION and m.ticket.is_open),
+                         None)
     return render(request, "frontend/task_detail.html", {
         "task": task, "steps": steps, "now_text": now_text(task, request.user),
         "final_shot": shots[-1] if task.is_finished and shots else None,
-        "chat": task.messages.select_related("author"),
+        "chat": chat,
         "is_operator": services.is_operator(request.user),
         "is_owner": task.owner_id == request.user.pk,
-        "open_question": task.tickets.filter(kind="clarification", status__in=(
-            TicketStatus.OPEN, TicketStatus.CLAIMED)).first(),
-        # Tickets still open: an operator's question from one of them keeps its quick replies.
-        "open_ticket_ids": list(task.tickets.filter(status__in=(
-            TicketStatus.OPEN, TicketStatus.CLAIMED)).values_list("id", flat=True)),
+        "open_question": open_question,
     })
 
 
@@ -176,6 +185,8 @@ def console(request: HttpRequest) -> HttpResponse:
     tickets = sorted(tickets, key=lambda t: (t.reason != "sensitive_action", t.created_at))
     return render(request, "frontend/console.html", {
         "tickets": tickets, "devices": devices, "sla": int(settings.KAIROS_TICKET_SLA),
+        # The same tickets for console.js: the list it starts from (issue 23.8).
+        "queue": json.dumps([events.ticket_json(t) for t in tickets]),
         "taken": taken, "is_admin": services.is_admin(request.user),
         "online": presence.online()})
 

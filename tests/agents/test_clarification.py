@@ -380,6 +380,39 @@ def test_the_task_page_shows_the_question_with_quick_replies_and_no_operator_con
     assert task.steps.filter(status=StepStatus.ANSWERED).count() == 1
 
 
+def test_a_question_asked_while_the_task_page_is_drawn_keeps_its_quick_replies(
+        demo, inline_steps):
+    """Issue 23.8: the worker asks while the server draws the page the user was sent to
+    after "Start task". The page read the open tickets, then the chat: the question was
+    in the chat, its ticket not among the open ones, so it showed with no quick replies —
+    for good, since the socket joined after the question was sent. Here the agent's steps
+    run just before the page reads its chat, as a loaded machine ordered them."""
+    from django.db import connection
+
+    task = order_latte(demo["user"])
+    client = Client()
+    client.force_login(demo["user"])
+    asked = []
+
+    def the_agent_asks_before_the_chat_is_read(execute, sql, params, many, context):
+        if not asked and 'FROM "agents_message"' in sql:
+            asked.append(sql)
+            inline_steps.drain()
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(the_agent_asks_before_the_chat_is_read):
+        page = client.get(f"/tasks/{task.id}/").content.decode()
+
+    assert asked, "the page never read its chat"
+    ticket = open_question(task)
+    assert ticket.question in page.replace("&#x27;", "'")
+    for option in ticket.options:
+        assert f'value="{option}" class="quick-reply"' in page
+    # The rest of the page is no older than the question it shows.
+    assert 'placeholder="Your answer"' in page
+    assert ">Waiting for your answer</span>" in page
+
+
 # --- which app (issue 27, item 1) -------------------------------------------------------
 
 def test_when_no_app_fits_the_user_is_asked_which_and_the_app_they_name_is_opened(

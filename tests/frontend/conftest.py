@@ -159,16 +159,32 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     setattr(item, f"report_{report.when}", report)
+    if report.when == "call" and report.failed:
+        # The pages as they were when the test failed: fixtures torn down before
+        # ``login``'s (task_factory aborts its tasks) would otherwise change what the
+        # screenshots show — a cancelled ticket, an empty queue — before they are taken.
+        lines = []
+        for i, context in enumerate(getattr(item, "browser_contexts", [])):
+            for j, page in enumerate(context.pages):
+                try:
+                    path = save_screenshot(page, f"FAILED-{item.name}-{i}-{j}")
+                    lines.append(f"screenshot: {path} of {page.url}")
+                except Exception as exc:  # a crashed page still lets the others be saved
+                    lines.append(f"no screenshot of page {i}-{j}: {exc}")
+        if lines:
+            report.sections.append(("Screenshots at the failure", "\n".join(lines)))
 
 
 @pytest.fixture
 def login(request, browser, kairos_server):
     """``login(username)`` → a logged-in page in a fresh browser context.
 
-    When the test fails, every page's screenshot is kept under ``var/test-artifacts`` and
-    the end of the server's log is printed, so a failure in CI explains itself.
+    When the test fails, every page's screenshot is kept under ``var/test-artifacts`` (taken
+    at the failure, by ``pytest_runtest_makereport``) and the end of the server's log is
+    printed, so a failure in CI explains itself.
     """
     contexts = []
+    request.node.browser_contexts = contexts
 
     def _login(username: str) -> Any:
         context = browser.new_context(viewport={"width": 1360, "height": 900})
@@ -184,13 +200,6 @@ def login(request, browser, kairos_server):
     yield _login
     report = getattr(request.node, "report_call", None)
     if report is not None and report.failed:
-        for i, context in enumerate(contexts):
-            for j, page in enumerate(context.pages):
-                try:
-                    print(f"screenshot: {save_screenshot(page, f'FAILED-{request.node.name}-{i}-{j}')}"
-                          f" of {page.url}")
-                except Exception as exc:  # a crashed page still lets the others be saved
-                    print(f"no screenshot of page {i}-{j}: {exc}")
         print("--- end of the server's log ---\n" + kairos_server.log_tail())
     for context in contexts:
         context.close()

@@ -235,6 +235,35 @@ def test_a_ticket_opened_while_the_queue_catches_up_is_not_lost(
     expect(row).to_have_count(1)
 
 
+def test_a_ticket_the_server_drew_stays_while_the_queue_catches_up(
+        login, kairos_server, operator_token, task_factory):
+    """Issue 23.8: the server draws the queue, but the page's script started from an empty
+    list; a ticket event that came before its catch-up list replaced the drawn rows — the
+    queue went blank ("Nothing needs a person right now") under the operator's pointer
+    until the list came back. The list request is held while another ticket opens."""
+    drawn = task_factory(device="sim-1")
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    queue_row(page, drawn)
+    held: list[Any] = []
+    page.route(re.compile(r"/api/tickets\?status=open$"), lambda route: held.append(route))
+    page.reload()
+    row = page.locator("#queue tbody tr[data-ticket-id]", has_text=drawn["instruction"])
+    expect(row).to_be_visible()
+
+    later = task_factory(device="sim-2")
+    queue_row(page, later)  # its ticket.opened event drew it
+    assert len(held) == 1, "the console never asked for the open tickets"
+    expect(row).to_be_visible()
+    expect(page.locator("#queue-empty")).to_be_hidden()
+
+    held[0].continue_()
+    expect(page.locator("#queue-live")).to_have_class(re.compile(r"\bon\b"), timeout=TIMEOUT)
+    expect(row).to_have_count(1)
+    expect(page.locator("#queue tbody tr[data-ticket-id]", has_text=later["instruction"])
+           ).to_have_count(1)
+
+
 def test_a_take_over_tap_lands_on_the_element_under_the_pointer(
         login, kairos_server, operator_token, task_factory):
     """The page at the top of a 1280×900 window: the tap must reach the element clicked,
@@ -504,6 +533,53 @@ def test_a_ticket_page_shows_an_answer_given_before_its_socket_listened(
         expect(page.get_by_role("button", name="Take over")).to_be_hidden()
         # The chat it missed is there too.
         expect(page.locator("#chat li.from-user").last).to_contain_text("Home")
+    finally:
+        kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
+
+
+def test_a_task_event_during_the_catch_up_read_does_not_hide_the_users_answer(
+        login, kairos_server, operator_token):
+    """Issue 23.8, the full tests/frontend run with one core busy: the user answered while
+    the ticket page's socket was joining, and the agent went on at once. The page's
+    catch-up read had the answer, but a task.updated that came while it was on its way
+    made the page drop the whole read — the ticket's part too, which no event had
+    touched — and the page said "Ticket open" for good. Forced here: the user answers
+    before the socket connects, and a task event comes while the read is held."""
+    user_token = kairos_server.token("user")
+    status, task = kairos_server.api("POST", "/api/tasks", user_token, {
+        "instruction": f"Turn on Wi-Fi [{uuid.uuid4().hex[:6]}]", "device": "sim-1",
+        "threshold": 5})
+    assert status == 201, task
+    try:
+        page = login("operator")
+        page.goto(kairos_server.url + "/console/")
+        row = queue_row(page, task)
+        ticket_id = row.get_attribute("data-ticket-id")
+        answered: list[Any] = []
+
+        def user_answers_first(ws: Any) -> None:
+            if not answered:
+                answered.append(kairos_server.api(
+                    "POST", f"/api/tickets/{ticket_id}/ask", operator_token,
+                    {"question": "Which network?", "options": ["Home", "Office"]}))
+                answered.append(kairos_server.api(
+                    "POST", f"/api/tasks/{task['id']}/messages", user_token, {"text": "Home"}))
+            ws.connect_to_server()
+
+        def a_task_event_comes_meanwhile(route: Any) -> None:
+            read = route.fetch()  # after the answer: the ticket is resolved
+            # Any task.updated will do; an abort leaves this (resolved) ticket as it is.
+            kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
+            expect(page.locator("#task-status")).to_have_text("aborted")
+            route.fulfill(response=read)
+
+        page.route_web_socket(re.compile(r"/ws/operator/$"), user_answers_first)
+        page.route(re.compile(rf"/api/tasks/{task['id']}$"), a_task_event_comes_meanwhile)
+        row.locator("a").click()
+        expect(page).to_have_url(re.compile(rf"/console/tickets/{ticket_id}/$"))
+        expect(page.locator("#holder")).to_contain_text("Answered by the user: “Home”")
+        expect(page.locator("#task-status")).to_have_text("aborted")  # the newer event
+        assert [code for code, _ in answered] == [201, 201], answered
     finally:
         kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator_token)
 

@@ -85,6 +85,8 @@ def test_an_unused_take_over_goes_back_to_the_queue_and_says_why(
     ticket_id = row.get_attribute("data-ticket-id")
     row.locator("a").click()
     expect(first.locator("#holder")).to_contain_text("Ticket open")
+    # The server draws "Ticket open"; the keys work once the page shows their hints.
+    expect(first.locator("#key-hints")).to_be_visible()
     first.keyboard.press("t")
     expect(first.locator("#holder")).to_contain_text("You took over")
     first.context.close()  # the browser closed: nobody will hand back
@@ -99,6 +101,35 @@ def test_an_unused_take_over_goes_back_to_the_queue_and_says_why(
     expect(second).to_have_url(kairos_server.url + "/console/")
     _, shown = kairos_server.api("GET", f"/api/tasks/{task['id']}", operator_token)
     assert shown["status"] != "taken_over"
+
+
+def test_a_ticket_page_offers_its_buttons_and_keys_only_once_they_work(
+        login, kairos_server, operator_token, task_factory):
+    """Issue 23.8: the server draws the ticket page's Approve, Take over and key hints
+    before its script has bound them; on a loaded machine a click or a T in between was
+    lost without a word. Here the script is held back, as a slow machine does."""
+    task = task_factory(device="sim-1")
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    ticket_id = queue_row(page, task).get_attribute("data-ticket-id")
+    held = []
+    page.route(re.compile(r"/static/frontend/console\.js$"), lambda route: held.append(route))
+
+    page.goto(f"{kairos_server.url}/console/tickets/{ticket_id}/", wait_until="commit")
+    expect(page.locator("#message-form")).to_be_attached()  # drawn up to the scripts
+    assert len(held) == 1, "the script was not asked for"
+    for name in ("Approve", "Edit", "Take over", "Abort", "Send to user"):
+        expect(page.get_by_role("button", name=name, exact=True)).to_be_disabled()
+    expect(page.locator("#key-hints")).to_be_hidden()
+    page.keyboard.press("t")  # nothing is listening yet, and nothing says it is
+
+    held[0].continue_()
+    expect(page.locator("#key-hints")).to_be_visible()
+    expect(page.get_by_role("button", name="Approve", exact=True)).to_be_enabled()
+    page.keyboard.press("t")
+    expect(page.locator("#holder")).to_contain_text("You took over")
+    page.get_by_role("button", name="Hand back", exact=True).click()
+    expect(page).to_have_url(kairos_server.url + "/console/")
 
 
 def _in_view(page: Any, selector: str) -> bool:

@@ -360,6 +360,47 @@ def test_a_failed_task_says_why(login, kairos_server):
     save_screenshot(page, "task-failed")
 
 
+def test_an_answer_sent_before_the_page_is_connected_goes_once_it_is(login, kairos_server):
+    """Issue 23.8: the page can show the question (drawn by the server) before its socket
+    is open; an answer sent then was refused ("Not connected; reconnecting … try again")
+    and never went. Here the page's socket connects only once the answer has been sent."""
+    import asyncio
+
+    from playwright.sync_api import expect
+
+    free_phone(kairos_server, "sim-4")
+    page = login("user")
+    page.goto(kairos_server.url + "/tasks/")
+    page.fill("textarea[name=instruction]", "Book me a flight to Paris")
+    page.select_option("select[name=device]", label="sim-4")  # at the home screen
+    page.fill("input[name=threshold]", "0")
+    page.click("button:has-text('Start task')")
+    question = page.locator("#chat li.from-agent", has_text="Which app should I use")
+    expect(question).to_be_visible(timeout=30_000)
+
+    # Playwright runs the handler on its own loop: awaiting holds the page's socket in
+    # CONNECTING until the test sets the event.
+    may_connect = asyncio.Event()
+
+    async def connect_when_told(ws):
+        await may_connect.wait()
+        ws.connect_to_server()
+
+    page.route_web_socket(re.compile(r"/ws/tasks/"), connect_when_told)
+    page.reload()
+    # task.js has bound the chat (it turns the drawn quick replies into its own buttons).
+    expect(question.get_by_role("button", name="Maps")).to_have_attribute("type", "button")
+    page.fill("#chat-text", "I don't have a travel app")
+    page.click("#chat-form button[type=submit]")
+    expect(page.locator("#chat li.from-user")).to_have_count(0)
+
+    may_connect.set()
+    expect(page.locator("#chat li.from-user")).to_contain_text("I don't have a travel app")
+    expect(page.locator("#chat-text")).to_have_value("")
+    expect(page.locator("#chat-error")).to_be_hidden()
+    expect(page.locator("#task-status")).to_have_text("Failed", timeout=30_000)
+
+
 def test_a_task_from_the_form_runs_at_the_phones_gamma_an_admin_set(login, kairos_server):
     """Issue 26.3: the form sent the installation default whatever the phone's γ; issue
     23.6: an end user may not go below it."""

@@ -275,6 +275,13 @@
       try { put(await api("POST", `/tickets/${id}/release`)); render(); } catch (e) { alert(e.message); }
     }
 
+    // The queue the server drew is where the page starts: a ticket event that comes
+    // before the catch-up list below adds to it. (Started empty, the page let such an
+    // event replace the drawn rows: the queue went blank — "Nothing needs a person right
+    // now" — under the operator's pointer until the list came back; issue 23.8.)
+    JSON.parse(root.dataset.queue || "[]").forEach(put);
+    render();
+
     // Ids an event touched while a catch-up list was on its way: the list was read before
     // the event, so for these the event is newer and the list must not undo it.
     let touched = null;
@@ -516,11 +523,12 @@
       if (!isOpen() && state.editing) setEditing(false);
     }
 
-    // Counts what this page learned of the ticket and task (events, its own actions'
-    // answers): a catch-up read on its way meanwhile is older than that (see open below).
-    let learned = 0;
+    // Count what this page learned of the ticket and of the task, apart (events, its own
+    // actions' answers): a catch-up read on its way meanwhile is older than that, for
+    // that part only (see open below).
+    const learned = {ticket: 0, task: 0};
     function apply(t) {
-      learned += 1;
+      learned.ticket += 1;
       state.status = t.status;
       state.assignee = t.assignee || "";
       state.decision = t.decision || "";
@@ -578,7 +586,7 @@
         const t = await api("POST", `/tickets/${ticketId}/resolve`, Object.assign({decision}, extra || {}));
         apply(t);
         if (decision === "takeover") {
-          state.takeover = true; state.taskStatus = "taken_over";
+          state.takeover = true; state.taskStatus = "taken_over"; learned.task += 1;
           flash("You control the phone. Hand back when done.");
           startRemote();
           refresh();
@@ -737,7 +745,7 @@
       state.busy = true; refresh();
       try {
         const task = await api("POST", `/tasks/${taskId}/hand_back`);
-        state.takeover = false; state.taskStatus = task.status;
+        state.takeover = false; state.taskStatus = task.status; learned.task += 1;
         flash("Handed back — the agent resumes.");
         location.href = "/console/";
       } catch (e) { flash(e.message, true); }
@@ -821,9 +829,15 @@
         $("message-text").value = "";
       } catch (err) { flash(err.message, true); }
     });
+    // The page is drawn with its buttons disabled and its key hints hidden: a click or a
+    // key before this script had bound them did nothing, silently. Now that they work,
+    // refresh() (at the end) enables what the ticket's state allows; these two forms
+    // work whatever it is (the chat closes with the task, as the server drew it).
+    if ($("ask-send")) $("ask-send").disabled = false;
+    $("message-form").querySelector("button").disabled = $("message-text").disabled;
 
     function applyTaskStatus(status) {
-      learned += 1;
+      learned.task += 1;
       state.taskStatus = status;
       // A take-over that lapsed (or an admin handed back) ends control on this page too.
       if (state.takeover && status !== "taken_over") {
@@ -840,18 +854,21 @@
     // on every open — after the server has joined the group — the page reads the task
     // (its status, this ticket, the chat) once. An event or an answer to this page's own
     // action that comes while that read is on its way is newer than it: the read must
-    // not undo it (as on the queue), and the events go on arriving.
+    // not undo it (as on the queue), and the events go on arriving. Ticket and task are
+    // judged apart: a task event meanwhile (the agent going on after the user answered)
+    // says nothing of the ticket, and dropping the ticket's part too left the page at
+    // "Ticket open" for good when the answer's own event had come before the socket
+    // joined (issue 23.8).
     liveSocket("/ws/operator/", {
       async open() {
-        const before = learned;
+        const before = Object.assign({}, learned);
         let task;
         try { task = await api("GET", `/tasks/${taskId}`); }
         catch (_) { return; }  // the events still arrive; the next open reads again
         (task.messages || []).forEach(appendChat);
-        if (learned !== before) return;
         const ticket = (task.tickets || []).find((t) => t.id === ticketId);
-        if (ticket) apply(ticket);
-        applyTaskStatus(task.status);
+        if (ticket && learned.ticket === before.ticket) apply(ticket);
+        if (learned.task === before.task) applyTaskStatus(task.status);
       },
       json(msg) {
         if (msg.type === "chat.message" && msg.task === taskId) appendChat(msg.message);

@@ -260,10 +260,15 @@
     errorBox.hidden = false;
   }
 
+  // A message sent while the socket is not open — not yet, as the page has just been
+  // drawn (with the question, on a loaded machine), or not now, the network dropped — goes
+  // as soon as it is: refusing it ("try again in a moment") lost the answer (issue 23.8).
+  var queued = null;
   function send(text, ticket) {
     errorBox.hidden = true;
     if (!socket || socket.readyState !== WebSocket.OPEN) {
-      showError("Not connected; reconnecting. Your message is kept — try again in a moment.");
+      queued = { text: text, ticket: ticket };
+      showError("Not connected yet; your message will be sent as soon as the page is.");
       return false;
     }
     var payload = { type: "chat.message", text: text };
@@ -303,7 +308,15 @@
   var socket = null, retry = 500;
   function connect() {
     socket = new WebSocket(wsBase + "/ws/tasks/" + taskId + "/");
-    socket.onopen = function () { retry = 500; root.classList.remove("offline"); };
+    socket.onopen = function () {
+      retry = 500;
+      root.classList.remove("offline");
+      if (queued) {
+        var message = queued;
+        queued = null;
+        send(message.text, message.ticket);
+      }
+    };
     socket.onmessage = function (ev) {
       var data;
       try { data = JSON.parse(ev.data); } catch (e) { return; }
