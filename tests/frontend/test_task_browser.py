@@ -401,6 +401,51 @@ def test_an_answer_sent_before_the_page_is_connected_goes_once_it_is(login, kair
     expect(page.locator("#task-status")).to_have_text("Failed", timeout=30_000)
 
 
+def test_a_finished_task_stays_finished_when_an_older_update_arrives_late(login, kairos_server):
+    """Issue 23.8, found by a loaded run: the page said "Could not finish…" and offered the
+    verdict, but its badge said "Running" — a "running" update sent before the failure
+    reached the page after it (updates come from the worker and from the answer's
+    request, and nothing orders them across the two). A finished task never runs again,
+    so a late update of an earlier state must not change the page. Here every update to
+    "failed" is followed by such a late copy."""
+    import json
+
+    from playwright.sync_api import expect
+
+    def relay_with_a_late_copy(ws):
+        server = ws.connect_to_server()
+
+        def to_page(message):
+            ws.send(message)
+            try:
+                data = json.loads(message)
+            except (TypeError, ValueError):
+                return
+            if data.get("type") == "task.updated" and (data.get("task") or {}).get(
+                    "status") == "failed":
+                data["task"]["status"] = "running"
+                ws.send(json.dumps(data))
+
+        server.on_message(to_page)
+
+    free_phone(kairos_server, "sim-4")
+    page = login("user")
+    page.route_web_socket(re.compile(r"/ws/tasks/"), relay_with_a_late_copy)
+    page.goto(kairos_server.url + "/tasks/")
+    page.fill("textarea[name=instruction]", "Book me a flight to Paris")
+    page.select_option("select[name=device]", label="sim-4")  # at the home screen
+    page.fill("input[name=threshold]", "0")
+    page.click("button:has-text('Start task')")
+    question = page.locator("#chat li.from-agent", has_text="Which app should I use")
+    expect(question.get_by_role("button", name="Maps")).to_have_attribute("type", "button",
+                                                                          timeout=30_000)
+    page.fill("#chat-text", "I don't have a travel app")
+    page.click("#chat-form button[type=submit]")
+    expect(page.locator("#task-now")).to_contain_text("Could not finish", timeout=30_000)
+    expect(page.locator("#verdict-form")).to_be_visible()
+    expect(page.locator("#task-status")).to_have_text("Failed")
+
+
 def test_a_task_from_the_form_runs_at_the_phones_gamma_an_admin_set(login, kairos_server):
     """Issue 26.3: the form sent the installation default whatever the phone's γ; issue
     23.6: an end user may not go below it."""

@@ -105,6 +105,9 @@
   }
 
   function showTask(task) {
+    // A finished task never runs again: an update of an earlier state that arrives after
+    // the end (the worker's and the answer's updates are not ordered) changes nothing.
+    if (status && ACTIVE.indexOf(status) < 0 && ACTIVE.indexOf(task.status) >= 0) return;
     status = task.status;
     var badge = el("task-status");
     badge.className = "status s-" + task.status;
