@@ -264,6 +264,29 @@ def test_a_ticket_the_server_drew_stays_while_the_queue_catches_up(
            ).to_have_count(1)
 
 
+def test_a_click_on_a_queue_row_survives_a_live_update_of_the_queue(
+        login, kairos_server, operator_token, task_factory):
+    """Issue 23.8, with one core busy: a click on a row's link opened nothing. Every
+    ticket event redrew the whole queue with new rows; one that came between the press
+    and the release of the button took the link away, and the click with it. Forced
+    here: another ticket opens while the button is held down on the row's link."""
+    first = task_factory(device="sim-1")
+    page = login("operator")
+    page.goto(kairos_server.url + "/console/")
+    expect(page.locator("#queue-live")).to_have_class(re.compile(r"\bon\b"), timeout=TIMEOUT)
+    row = queue_row(page, first)
+    ticket_id = row.get_attribute("data-ticket-id")
+    box = row.locator("a").bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+
+    later = task_factory(device="sim-2")
+    queue_row(page, later)  # drawn live, below the first (the older goes first)
+    page.mouse.up()
+
+    expect(page).to_have_url(re.compile(rf"/console/tickets/{ticket_id}/$"))
+
+
 def test_a_take_over_tap_lands_on_the_element_under_the_pointer(
         login, kairos_server, operator_token, task_factory):
     """The page at the top of a 1280×900 window: the tap must reach the element clicked,

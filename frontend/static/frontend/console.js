@@ -185,8 +185,26 @@
 
     // The tab says how many tickets wait, so a console in a background tab is noticed.
     const baseTitle = document.title;
+    // Rows are kept, not redrawn, while their ticket is unchanged: a live update that
+    // replaced every row took the link from under a click in progress (pressed before the
+    // update, released after), and the click opened nothing (issue 23.8).
     function render() {
-      body.replaceChildren(...[...tickets.values()].sort(byPriority).map(row));
+      const kept = new Map([...body.querySelectorAll("tr[data-ticket-id]")]
+        .map((tr) => [tr.dataset.ticketId, tr]));
+      [...tickets.values()].sort(byPriority).forEach((t, i) => {
+        const drawn = JSON.stringify(t);
+        let tr = kept.get(t.id);
+        kept.delete(t.id);
+        if (!tr || tr.dataset.drawn !== drawn) {
+          const fresh = row(t);
+          fresh.dataset.drawn = drawn;
+          if (tr) tr.replaceWith(fresh);
+          tr = fresh;
+        }
+        const here = body.children[i];
+        if (here !== tr) body.insertBefore(tr, here || null);
+      });
+      kept.forEach((tr) => tr.remove());
       markCurrent();
       empty.hidden = tickets.size > 0;
       const waiting = [...tickets.values()].filter((t) => !t.assignee).length;
