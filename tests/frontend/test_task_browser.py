@@ -330,19 +330,25 @@ def test_the_step_list_says_only_true_things(login, kairos_server):
         kairos_server.api("POST", f"/api/tasks/{tid}/abort", operator)
 
 
-def test_a_failed_task_says_why(login, kairos_server):
-    """Issue 15, item 8: the agent's reason, not only "Could not finish."."""
-    from playwright.sync_api import expect
-
-    page = login("user")
+def start_a_task_no_app_fits(page, kairos_server):
+    """Starts "Book me a flight to Paris" from the form on sim-4 (at the home screen), at
+    γ 0; returns the agent's question "Which app should I use…" in the chat."""
     page.goto(kairos_server.url + "/tasks/")
     page.fill("textarea[name=instruction]", "Book me a flight to Paris")
     page.select_option("select[name=device]", label="sim-4")  # at the home screen
     page.fill("input[name=threshold]", "0")
     page.click("button:has-text('Start task')")
+    return page.locator("#chat li.from-agent", has_text="Which app should I use")
+
+
+def test_a_failed_task_says_why(login, kairos_server):
+    """Issue 15, item 8: the agent's reason, not only "Could not finish."."""
+    from playwright.sync_api import expect
+
+    page = login("user")
     # No app fits: the user is asked which app, with the phone's apps as quick replies
     # (issue 27); an answer that names none leaves nothing to do.
-    question = page.locator("#chat li.from-agent", has_text="Which app should I use")
+    question = start_a_task_no_app_fits(page, kairos_server)
     expect(question).to_be_visible(timeout=30_000)
     expect(question.get_by_role("button", name="Maps")).to_be_visible()
     page.fill("#chat-text", "I don't have a travel app")
@@ -370,12 +376,7 @@ def test_an_answer_sent_before_the_page_is_connected_goes_once_it_is(login, kair
 
     free_phone(kairos_server, "sim-4")
     page = login("user")
-    page.goto(kairos_server.url + "/tasks/")
-    page.fill("textarea[name=instruction]", "Book me a flight to Paris")
-    page.select_option("select[name=device]", label="sim-4")  # at the home screen
-    page.fill("input[name=threshold]", "0")
-    page.click("button:has-text('Start task')")
-    question = page.locator("#chat li.from-agent", has_text="Which app should I use")
+    question = start_a_task_no_app_fits(page, kairos_server)
     expect(question).to_be_visible(timeout=30_000)
 
     # Playwright runs the handler on its own loop: awaiting holds the page's socket in
@@ -431,12 +432,7 @@ def test_a_finished_task_stays_finished_when_an_older_update_arrives_late(login,
     free_phone(kairos_server, "sim-4")
     page = login("user")
     page.route_web_socket(re.compile(r"/ws/tasks/"), relay_with_a_late_copy)
-    page.goto(kairos_server.url + "/tasks/")
-    page.fill("textarea[name=instruction]", "Book me a flight to Paris")
-    page.select_option("select[name=device]", label="sim-4")  # at the home screen
-    page.fill("input[name=threshold]", "0")
-    page.click("button:has-text('Start task')")
-    question = page.locator("#chat li.from-agent", has_text="Which app should I use")
+    question = start_a_task_no_app_fits(page, kairos_server)
     expect(question.get_by_role("button", name="Maps")).to_have_attribute("type", "button",
                                                                           timeout=30_000)
     page.fill("#chat-text", "I don't have a travel app")
