@@ -6,6 +6,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from agents import events, presence, services
+from agents.models import Task
 from devices.socket_access import session_user
 from devices.sockets import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED, KairosJsonConsumer
 
@@ -91,8 +92,20 @@ class TaskConsumer(KairosConsumer):
             return
         await self.join(events.task_group(self.task.id))
         await self.accept()
-        await self.send_json({"type": "task.updated",
-                              "task": await database_sync_to_async(events.task_summary)(self.task)})
+        # Read again now that the socket is in the group: a change between the access
+        # check and the join sent its event to a group this socket was not in yet.
+        summary = await database_sync_to_async(self._summary)()
+        if summary is None:  # deleted in between
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
+        await self.send_json({"type": "task.updated", "task": summary})
+
+    def _summary(self) -> dict[str, Any] | None:
+        try:
+            self.task.refresh_from_db()
+        except Task.DoesNotExist:
+            return None
+        return events.task_summary(self.task)
 
     async def recheck_access(self, user: Any) -> int | None:
         try:

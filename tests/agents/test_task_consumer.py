@@ -220,3 +220,25 @@ async def test_a_finished_task_says_how_it_ended_and_its_chat_refuses_messages(
         Message.objects.filter(task_id=latte.id, text="are you there?").count)()
     assert count == 0
     await chat.disconnect()
+
+
+async def test_the_first_update_is_read_after_joining_so_a_change_in_between_is_not_lost(
+        demo, latte, monkeypatch):
+    """Issue 23.8: the socket read the task, then joined its group. A change between the two
+    (here the owner aborts from another tab) sent its event to a group this socket was not in
+    yet, and the page's first update showed the old state until the next change, which for a
+    finished task never comes."""
+    real_access = services.access_task
+
+    def access_then_abort_elsewhere(user, task_id):
+        task = real_access(user, task_id)
+        services.abort_task(Task.objects.get(pk=task.pk), demo["user"])
+        return task
+
+    monkeypatch.setattr(services, "access_task", access_then_abort_elsewhere)
+    chat, ok = await connect(f"/ws/tasks/{latte.id}/", demo["user"])
+    assert ok is True
+    first = await chat.receive_json_from(timeout=5)
+    assert first["type"] == "task.updated"
+    assert first["task"]["status"] == TaskStatus.ABORTED
+    await chat.disconnect()
