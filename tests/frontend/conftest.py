@@ -16,6 +16,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -204,6 +205,33 @@ def login(request, browser, kairos_server):
     for context in contexts:
         context.close()
 
+
+
+@pytest.fixture(scope="module")
+def operator_token(kairos_server) -> str:
+    return kairos_server.token("operator")
+
+
+@pytest.fixture
+def task_factory(kairos_server, operator_token):
+    """Create low-confidence tasks (γ 5: every step waits for a person); abort whatever is
+    still running afterwards. ``owner="user"`` makes it the end user's task."""
+    created: list[str] = []
+
+    def _create(instruction: str = "Turn on Wi-Fi", device: str = "sim-1",
+                threshold: float = 5, owner: str = "operator") -> dict[str, Any]:
+        # A unique suffix lets the test find its own rows in a shared queue.
+        text = f"{instruction} [{uuid.uuid4().hex[:6]}]"
+        token = operator_token if owner == "operator" else kairos_server.token(owner)
+        status, task = kairos_server.api("POST", "/api/tasks", token, {
+            "instruction": text, "device": device, "threshold": threshold})
+        assert status == 201, task
+        created.append(task["id"])
+        return task
+
+    yield _create
+    for task_id in created:
+        kairos_server.api("POST", f"/api/tasks/{task_id}/abort", operator_token)
 
 ACTIVE_STATUSES = ("queued", "running", "waiting_operator", "waiting_user", "taken_over")
 

@@ -27,29 +27,6 @@ def kairos_server(tmp_path_factory) -> Iterator[Any]:
         yield server
 
 
-@pytest.fixture(scope="module")
-def operator_token(kairos_server) -> str:
-    return kairos_server.token("operator")
-
-
-@pytest.fixture
-def task_factory(kairos_server, operator_token):
-    created: list[str] = []
-
-    def _create(instruction: str = "Turn on Wi-Fi", device: str = "sim-1",
-                threshold: float = 5) -> dict[str, Any]:
-        text = f"{instruction} [{uuid.uuid4().hex[:6]}]"
-        status, task = kairos_server.api("POST", "/api/tasks", operator_token, {
-            "instruction": text, "device": device, "threshold": threshold})
-        assert status == 201, task
-        created.append(task["id"])
-        return task
-
-    yield _create
-    for task_id in created:
-        kairos_server.api("POST", f"/api/tasks/{task_id}/abort", operator_token)
-
-
 def test_an_admin_who_reassigns_a_ticket_to_themselves_holds_it(
         login, kairos_server, operator_token, task_factory):
     """Item 2: 'admin' is the dropdown's default; the reassign used to free the ticket."""

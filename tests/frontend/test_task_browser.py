@@ -162,6 +162,32 @@ def test_an_end_user_cannot_open_someone_elses_task(login, kairos_server):
     kairos_server.api("POST", f"/api/tasks/{task['id']}/abort", operator)
 
 
+def test_abort_is_offered_only_once_it_asks_first(login, kairos_server):
+    """Issue 23.8: the server drew Abort live before task.js had bound it, so on a slow
+    machine a click in between posted the form and aborted the task without asking. Here
+    the script is held back, as a slow machine does."""
+    from playwright.sync_api import expect
+
+    page = login("user")
+    task_id = start_task(page, kairos_server, "sim-5")  # left waiting on a question
+    held: list = []
+    page.route(re.compile(r"/static/frontend/task\.js$"), lambda route: held.append(route))
+    page.goto(f"{kairos_server.url}/tasks/{task_id}/", wait_until="commit")
+    expect(page.locator("#abort-dialog")).to_be_attached()  # drawn up to the scripts
+    abort = page.get_by_role("button", name="Abort", exact=True)
+    expect(abort).to_be_disabled()
+    assert len(held) == 1, "the script was not asked for"
+
+    held[0].continue_()
+    expect(abort).to_be_enabled()
+    abort.click()
+    expect(page.locator("#abort-dialog")).to_be_visible()
+    page.get_by_role("button", name="Keep going").click()
+    code, shown = kairos_server.api("GET", f"/api/tasks/{task_id}", kairos_server.token("user"))
+    assert code == 200 and shown["status"] not in ("aborted",)
+    kairos_server.api("POST", f"/api/tasks/{task_id}/abort", kairos_server.token("user"))
+
+
 def test_abort_asks_first_and_the_page_then_says_who_stopped_the_task(login, kairos_server):
     """Issue 15, items 4 and 8; issue 26, item 8: asked in the page (the console's
     dialog), never with the browser's own prompt."""

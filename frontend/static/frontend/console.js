@@ -276,6 +276,10 @@
         location.href = `/console/tickets/${rows[current].dataset.ticketId}/`;
       }
     });
+    // The hint is drawn hidden and shown once the keys work (issue 23.8: on a slow
+    // machine a J pressed before this line did nothing, while the page said it would).
+    const queueKeys = document.getElementById("queue-keys");
+    if (queueKeys) queueKeys.hidden = false;
 
     function put(t) {
       if (gone.has(t.id)) return;

@@ -287,10 +287,15 @@
   var askAbort = abortForm && window.KairosDialogs.abortDialog(function () {
     if (document.body.contains(abortForm)) abortForm.submit();
   });
-  if (abortForm && askAbort) abortForm.addEventListener("submit", function (ev) {
-    ev.preventDefault();
-    askAbort();
-  });
+  if (abortForm && askAbort) {
+    abortForm.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      askAbort();
+    });
+    // Drawn disabled: a click before this line would have posted the form and
+    // aborted the task without asking (issue 23.8).
+    el("abort").disabled = false;
+  }
 
   form.addEventListener("submit", function (ev) {
     ev.preventDefault();
