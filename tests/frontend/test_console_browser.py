@@ -514,6 +514,15 @@ def test_a_question_reaches_operators_only_after_the_timeout_and_the_users_answe
         kairos_server.api("POST", f"/api/tasks/{task_id}/abort", operator_token)
 
 
+def ask_and_let_the_user_answer(server: Any, operator_token: str, task: dict[str, Any],
+                                ticket_id: str) -> list[tuple[int, Any]]:
+    """An operator asks from the ticket (issue 26) and the owner's reply answers it."""
+    return [server.api("POST", f"/api/tickets/{ticket_id}/ask", operator_token,
+                       {"question": "Which network?", "options": ["Home", "Office"]}),
+            server.api("POST", f"/api/tasks/{task['id']}/messages", server.token("user"),
+                       {"text": "Home"})]
+
+
 def test_a_ticket_page_shows_an_answer_given_before_its_socket_listened(
         login, kairos_server, operator_token, task_factory):
     """Issue 23, item 8. With one core busy, the question test saw the user answer while
@@ -522,7 +531,6 @@ def test_a_ticket_page_shows_an_answer_given_before_its_socket_listened(
     answer fell in between, its event went to nobody, and nothing read the ticket again.
     Forced here: the page's socket reaches the server only once the user has answered.
     (A socket that drops and comes back has the same gap.)"""
-    user_token = kairos_server.token("user")
     task = task_factory(owner="user")
     page = login("operator")
     page.goto(kairos_server.url + "/console/")
@@ -536,11 +544,8 @@ def test_a_ticket_page_shows_an_answer_given_before_its_socket_listened(
         """The ticket page's socket, held until the user has answered (a question an
         operator asked from the ticket, as in issue 26: the owner's reply answers it)."""
         if not answered:
-            answered.append(kairos_server.api(
-                "POST", f"/api/tickets/{ticket_id}/ask", operator_token,
-                {"question": "Which network?", "options": ["Home", "Office"]}))
-            answered.append(kairos_server.api(
-                "POST", f"/api/tasks/{task['id']}/messages", user_token, {"text": "Home"}))
+            answered.extend(ask_and_let_the_user_answer(kairos_server, operator_token,
+                                                        task, ticket_id))
             answered.append(kairos_server.api(
                 "GET", f"/api/tickets/{ticket_id}", operator_token))
         ws.connect_to_server()
@@ -566,7 +571,6 @@ def test_a_task_event_during_the_catch_up_read_does_not_hide_the_users_answer(
     made the page drop the whole read — the ticket's part too, which no event had
     touched — and the page said "Ticket open" for good. Forced here: the user answers
     before the socket connects, and a task event comes while the read is held."""
-    user_token = kairos_server.token("user")
     task = task_factory(owner="user")
     page = login("operator")
     page.goto(kairos_server.url + "/console/")
@@ -576,11 +580,8 @@ def test_a_task_event_during_the_catch_up_read_does_not_hide_the_users_answer(
 
     def user_answers_first(ws: Any) -> None:
         if not answered:
-            answered.append(kairos_server.api(
-                "POST", f"/api/tickets/{ticket_id}/ask", operator_token,
-                {"question": "Which network?", "options": ["Home", "Office"]}))
-            answered.append(kairos_server.api(
-                "POST", f"/api/tasks/{task['id']}/messages", user_token, {"text": "Home"}))
+            answered.extend(ask_and_let_the_user_answer(kairos_server, operator_token,
+                                                        task, ticket_id))
         ws.connect_to_server()
 
     def a_task_event_comes_meanwhile(route: Any) -> None:
