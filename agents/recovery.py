@@ -15,7 +15,10 @@ is older than ``KAIROS_STALL_SECONDS``. Its step at the cursor is then:
   is idempotent per index, so a late redelivery does nothing);
 * executing — the worker died mid-action: the device may or may not have acted, so the action
   is never repeated; the step closes as ``unknown`` and the next step re-observes the screen
-  (:func:`agents.services.abandon_executing_step`).
+  (:func:`agents.services.abandon_executing_step`);
+* done, answered or cancelled — what follows the step was lost: a COMPLETE / IMPOSSIBLE step
+  ends the task, any other moves the cursor on
+  (:func:`agents.services.follow_up_settled_step`).
 
 The sweep also settles take-over inputs whose server died while the phone acted (the
 input's step is committed before the phone acts): the device host says whether it performed
@@ -116,6 +119,9 @@ def recover_task(task_id: Any, seen: datetime | None, now: datetime) -> str:
     if step.status == StepStatus.EXECUTING:
         return f"settled executing step {step.index}: " + \
             services.abandon_executing_step(task, step)
+    if step.status in (StepStatus.DONE, StepStatus.ANSWERED, StepStatus.CANCELLED):
+        return f"followed up {step.status} step {step.index}: " + \
+            services.follow_up_settled_step(task, step)
     return f"left alone (step {step.index} is {step.status})"
 
 

@@ -760,10 +760,16 @@ def execute_step(task: Task, step: Step) -> str:
     action = validate_action(step.executed_action)
     assert isinstance(action, Action), "only validated actions are stored for execution"
     if action.type in TERMINAL_TYPES:
-        Step.objects.filter(id=step.id).update(status=StepStatus.DONE, outcome="finished",
-                                               summary=action.describe(),
-                                               executed_at=timezone.now())
-        _finish_on(task, action, reason=step.thought)
+        # Judged first (the phone is asked, which takes a while), then the step and the
+        # task end in one transaction: a worker killed in between used to leave the step
+        # done and the task running for good (the chaos test under load, 2026-11-28).
+        status, success, error = _verdict(task, action, reason=step.thought)
+        with transaction.atomic():
+            if not Step.objects.filter(id=step.id, status=StepStatus.EXECUTING).update(
+                    status=StepStatus.DONE, outcome="finished", summary=action.describe(),
+                    executed_at=timezone.now()):
+                return "stale"  # the stall sweep closed it and moved on meanwhile
+            finish_task(task, status, success=success, error=error)
         return "finished"
     client = get_device_client()
     origin = _origin(task, step)
@@ -879,6 +885,22 @@ def abandon_executing_step(task: Task, step: Step) -> str:
         return _advance(task, step.index)
 
 
+def follow_up_settled_step(task: Task, step: Step) -> str:
+    """The stall sweep found a running task whose step at the cursor is already settled
+    (done, answered or cancelled): what follows the step was lost with its worker. Code
+    before 2026-11-28 ended a COMPLETE step and its task in two writes, and a worker killed
+    between them left the task running for good. A terminal step ends the task now; any
+    other moves the cursor on, and the next step observes the screen again."""
+    action = validate_action(step.executed_action) if step.executed_action else None
+    if step.status == StepStatus.DONE and isinstance(action, Action) \
+            and action.type in TERMINAL_TYPES:
+        status, success, error = _verdict(task, action, reason=step.thought)
+        return "finished" if finish_task(task, status, success=success, error=error) \
+            else "stale"
+    with transaction.atomic():
+        return _advance(task, step.index)
+
+
 def _advance(task: Task, index: int, excluded: set[str] | None = None) -> str:
     """Move the cursor past ``index`` and schedule the next step. Call inside a transaction."""
     changes: dict[str, Any] = {"cursor": index + 1}
@@ -899,7 +921,9 @@ def _advance(task: Task, index: int, excluded: set[str] | None = None) -> str:
     return "scheduled"
 
 
-def _finish_on(task: Task, action: Action, reason: str = "") -> None:
+def _verdict(task: Task, action: Action, reason: str = "") -> tuple[str, bool | None, str]:
+    """How a task the agent ends with ``action`` (COMPLETE / IMPOSSIBLE) ends: its status,
+    whether the phone shows what was asked (suite tasks only) and the user's reason."""
     success: bool | None = None
     if task.suite and task.suite_task:
         try:
@@ -916,7 +940,7 @@ def _finish_on(task: Task, action: Action, reason: str = "") -> None:
         # The user is told why: the agent's own reason for giving up.
         reason = reason.strip().rstrip(".") or "no reason given"
         error = f"the agent believes this cannot be done: {reason}"
-    finish_task(task, status, success=success, error=error[:2000])
+    return status, success, error[:2000]
 
 
 def closing_summary(task: Task, by: Any = None) -> str:

@@ -99,6 +99,63 @@ def test_a_step_message_lost_with_its_worker_is_scheduled_again(demo, scripted,
     assert Task.objects.get(id=task.id).status == TaskStatus.SUCCEEDED
 
 
+class WorkerKilled(BaseException):
+    """Stands for a kill -9 at one exact line: nothing after it runs, and the database
+    rolls back the transaction the process had open, as it does for a dead connection."""
+
+
+def a_worker_is_killed_while_the_agent_finishes(task: Task, inline_steps, monkeypatch) -> None:
+    """Step 0 taps, step 1 is COMPLETE; the worker dies as the task is being ended (after
+    the phone was asked whether it shows what was asked, which takes a while)."""
+    def killed(*args, **kwargs):
+        raise WorkerKilled
+
+    with monkeypatch.context() as patch:
+        patch.setattr(services, "finish_task", killed)
+        with pytest.raises(WorkerKilled):
+            inline_steps.drain()
+    Task.objects.filter(id=task.id).update(progressed_at=timezone.now() - timedelta(minutes=5))
+
+
+def test_a_worker_killed_while_ending_a_task_leaves_it_for_the_sweep_to_finish(
+        demo, scripted, inline_steps, monkeypatch):
+    """The chaos test under load, 2026-11-28: a task stayed "running" for good. Its COMPLETE
+    step was recorded done, then the worker was killed before the task ended; the sweep
+    left a done step alone, and a redelivered message found the step done and stopped."""
+    scripted([tap_settings(5.0), Proposal(Action("COMPLETE"), confidence=5.0),
+              Proposal(Action("COMPLETE"), confidence=5.0)])
+    task = make_task(demo["user"])
+    a_worker_is_killed_while_the_agent_finishes(task, inline_steps, monkeypatch)
+    assert Task.objects.get(id=task.id).status == TaskStatus.RUNNING
+
+    sweep_stalled_tasks()
+    inline_steps.drain()
+
+    task.refresh_from_db()
+    assert task.status == TaskStatus.SUCCEEDED, task.status
+    assert Step.objects.filter(task=task, status=StepStatus.DONE,
+                               executed_action__type="COMPLETE").count() == 1
+
+
+@pytest.mark.parametrize("left", [StepStatus.DONE, StepStatus.CANCELLED])
+def test_a_running_task_whose_step_at_the_cursor_is_settled_moves_on(
+        demo, scripted, inline_steps, monkeypatch, left):
+    """What the code before 2026-11-28 left behind (a COMPLETE step done, its task still
+    running), and any step settled without its follow-up: the sweep ends the task or
+    moves the cursor on, instead of leaving it alone for ever."""
+    scripted([tap_settings(5.0), Proposal(Action("COMPLETE"), confidence=5.0),
+              Proposal(Action("COMPLETE"), confidence=5.0)])
+    task = make_task(demo["user"])
+    a_worker_is_killed_while_the_agent_finishes(task, inline_steps, monkeypatch)
+    Step.objects.filter(task=task, index=1).update(status=left)
+
+    outcome = sweep_stalled_tasks()[str(task.id)]
+    inline_steps.drain()
+
+    assert outcome.startswith(f"followed up {left} step 1: "), outcome
+    assert Task.objects.get(id=task.id).status == TaskStatus.SUCCEEDED
+
+
 def test_a_task_that_is_moving_is_left_alone(demo, scripted, inline_steps):
     scripted([tap_settings(5.0)])
     make_task(demo["user"])  # progressed just now

@@ -234,7 +234,8 @@ def test_chaos(chaos_stack):
     threads = [threading.Thread(target=operator.answer, daemon=True),
                threading.Thread(target=operator.listen, daemon=True)]
     watch = ProgressWatch()
-    threads.append(threading.Thread(target=watch.run, daemon=True))
+    watching = threading.Thread(target=watch.run, daemon=True)
+    threads.append(watching)
     for thread in threads:
         thread.start()
 
@@ -278,11 +279,20 @@ def test_chaos(chaos_stack):
         return not [t for t in open_tasks if not t.tickets.filter(
             status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED)).exists()]
 
-    wait_for(settled, timeout=BOUND + 30.0 * TASKS / len(PHONES), every=0.5,
-             what="every task to finish or wait at an open ticket")
-    operator.stop.set()
-    watch.stop.set()
-    time.sleep(0.5)
+    try:
+        wait_for(settled, timeout=BOUND + 30.0 * TASKS / len(PHONES), every=0.5,
+                 what="every task to finish or wait at an open ticket")
+    except AssertionError as exc:
+        # Which tasks, and where: a bare timeout sent the last reader to the workers' logs.
+        stalled = [(str(t.id), t.status, t.cursor, list(t.steps.values_list("index", "status")))
+                   for t in Task.objects.filter(id__in=created).exclude(
+                       status__in=("succeeded", "failed", "aborted"))
+                   if not t.tickets.filter(status__in=("open", "claimed")).exists()]
+        raise AssertionError(f"{exc}; stuck (id, status, cursor, steps): {stalled}") from None
+    finally:
+        operator.stop.set()
+        watch.stop.set()
+        watching.join(timeout=10)  # the watch reads the database: done before it goes
 
     # --- invariants, from the database and from the phones' own log ---------------
     tasks = list(Task.objects.filter(id__in=created))
