@@ -76,6 +76,13 @@ def _siblings(node_cls: str, parent_rid: str, depth: int, nodes: list[UINode]) -
             and _parent_rid(n, by_index) == parent_rid]
 
 
+def _group(node: UINode, nodes: list[UINode]) -> tuple[str, str, list[UINode]]:
+    """``node``'s class, its parent's id and its siblings (same class, same parent, same
+    depth; ``node`` among them)."""
+    cls, parent = short_class(node), _parent_rid(node, {n.index: n for n in nodes})
+    return cls, parent, _siblings(cls, parent, node.depth, nodes)
+
+
 @dataclass(frozen=True)
 class Locator:
     """Where an element is, by what does not move: ``rid`` (resource-id tail), ``label``,
@@ -118,9 +125,7 @@ class Locator:
 
 
 def locate(node: UINode, nodes: list[UINode], instruction: str) -> Locator:
-    by_index = {n.index: n for n in nodes}
-    cls, parent = short_class(node), _parent_rid(node, by_index)
-    siblings = _siblings(cls, parent, node.depth, nodes)
+    cls, parent, siblings = _group(node, nodes)
     label = element_label(node, nodes)
     # A label is a slot only where the instruction names it AND the element is one of a
     # group the instruction chooses from (list rows, switches, radio buttons): by all its
@@ -169,8 +174,7 @@ def _names_another(node: UINode, nodes: list[UINode], instruction: str) -> bool:
     "Savings") is a way, not a choice: it is not checked."""
     if not node.checkable:
         return False
-    by_index = {n.index: n for n in nodes}
-    group = _siblings(short_class(node), _parent_rid(node, by_index), node.depth, nodes)
+    group = _group(node, nodes)[2]
     if len(group) < 2 or node not in group:
         return False
     named = _pick(group, nodes, instruction)
@@ -322,9 +326,7 @@ def pick_group(action: dict[str, Any] | Action | None, nodes: list[UINode] | Non
     node = target_of(action, nodes)
     if node is None:
         return ""
-    by_index = {n.index: n for n in nodes}
-    cls, parent = short_class(node), _parent_rid(node, by_index)
-    group = _siblings(cls, parent, node.depth, nodes)
+    cls, parent, group = _group(node, nodes)
     return f"{cls}:{parent}" if len(group) >= 2 and node in group and parent else ""
 
 
@@ -389,8 +391,7 @@ def with_screen(key: str, nodes: list[UINode], instruction: str) -> str:
     if len(hits) != 1:
         return key
     node = hits[0]
-    by_index = {n.index: n for n in nodes}
-    group = _siblings(short_class(node), _parent_rid(node, by_index), node.depth, nodes)
+    group = _group(node, nodes)[2]
     if len(group) < 2 or node not in group:
         return key
     # tapped, it may now be the option already chosen: any of those named best counts
