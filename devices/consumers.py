@@ -22,7 +22,7 @@ def owns_a_task_on_screen(user: Any, device_id: Any) -> bool:
 
     A queued task waits for the phone and shows nothing of the task on it.
     """
-    from agents.models import ACTIVE_TASK_STATUSES, TaskStatus
+    from agents.runtime.models import ACTIVE_TASK_STATUSES, TaskStatus
 
     return Device.objects.filter(id=device_id, tasks__owner=user, tasks__status__in=[
         s for s in ACTIVE_TASK_STATUSES if s != TaskStatus.QUEUED]).exists()
@@ -35,7 +35,7 @@ def _viewable_device(user: Any, device_id: Any) -> tuple[Device, bool] | int:
     One trip to the database thread: every consumer's ORM work queues on that one thread,
     and a grid of viewers connecting at once must each get its first frame quickly.
     """
-    from agents.services import is_operator
+    from agents.runtime.services import is_operator
 
     device = Device.objects.filter(id=device_id).first()
     if device is None:
@@ -56,7 +56,7 @@ class ScreenConsumer(KairosJsonConsumer):
     overwritten and never sent.
 
     An end user may watch only while their task is on the phone: every change of a task
-    on this phone (``screen.access``, sent by ``agents.events.task_updated``) re-checks
+    on this phone (``screen.access``, sent by ``agents.runtime.events.task_updated``) re-checks
     that, before any later frame is sent, and closes the socket with 4403 when it no
     longer holds — the next user's task must not be seen.
     """
@@ -148,7 +148,7 @@ class ScreenConsumer(KairosJsonConsumer):
                 return
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        from agents.services import ServiceError
+        from agents.runtime.services import ServiceError
 
         if getattr(self, "closed", False):
             return
@@ -171,8 +171,8 @@ class ScreenConsumer(KairosJsonConsumer):
                               "action": step.executed_action, "changed": step.screen_changed})
 
     def _input(self, action: Any) -> Any:
-        from agents import services
-        from agents.models import Task, TaskStatus
+        from agents.runtime import services
+        from agents.runtime.models import Task, TaskStatus
 
         task = Task.objects.select_related("device").filter(
             device=self.device, status=TaskStatus.TAKEN_OVER).order_by("-updated_at").first()

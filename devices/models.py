@@ -60,7 +60,7 @@ class Device(models.Model):
         The screen socket's access check asks this: only that task's owner (and operators)
         may watch the phone.
         """
-        from agents.models import Task  # agents builds on devices, not the other way
+        from agents.runtime.models import Task  # agents builds on devices, not the other way
 
         return Task.objects.driving(self).order_by("started_at").first()
 

@@ -3,7 +3,7 @@ API tokens, γ, and read-only views of tasks, tickets, training records and the 
 
 Every admin change to γ, devices, roles or tokens lands in the audit trail
 (``frontend.services.record_audit``). Tasks and tickets are read-only here: their state
-changes only through ``agents.services`` (STYLE.md), and old ones go with ``purge``.
+changes only through ``agents.runtime.services`` (STYLE.md), and old ones go with ``purge``.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from agents.models import InstallationSettings, Task, Ticket, TrainingRecord
+from agents.runtime.models import InstallationSettings, Task, Ticket, TrainingRecord
 from devices.models import Device
 from frontend import services
 from frontend.models import ApiToken, AuditEntry

@@ -20,8 +20,8 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer, SessionAuth
 
-from agents import events, services
-from agents.models import Ticket, TicketStatus
+from agents.runtime import events, services
+from agents.runtime.models import Ticket, TicketStatus
 from devices.actions import text_problem
 from devices.host import DeviceError
 from frontend.models import ApiToken, hash_token
@@ -327,7 +327,7 @@ def step_json(step: Any) -> dict[str, Any]:
 
 def _target_label(step: Any) -> str:
     """The executed action's element as a person names it (the task page shows it)."""
-    from agents.loop import display_label
+    from agents.brain.loop import display_label
     from devices.actions import Action, validate_action
     from devices.uitree import nodes_from_json
 

@@ -1,7 +1,7 @@
 """Typed request and response schemas of the JSON API (what ``/api/openapi.json`` says).
 
 Enums come from the models' TextChoices, so a status added to a model is in the document
-at once. Response schemas allow extra fields: the summaries in ``agents/events.py`` are
+at once. Response schemas allow extra fields: the summaries in ``agents/runtime/events.py`` are
 shared with the sockets and may gain fields before this file names them.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from ninja import Field, Schema
 from pydantic import BaseModel, ConfigDict, Strict, model_serializer
 
-from agents.models import (
+from agents.runtime.models import (
     DecidedBy, Decision, Message, StepStatus, TaskStatus, TicketKind, TicketReason, TicketStatus,
 )
 from devices.actions import ACTION_TYPES, DIRECTIONS

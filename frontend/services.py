@@ -10,8 +10,8 @@ from typing import Any
 
 from django.db import transaction
 
-from agents.models import InstallationSettings
-from agents.services import ServiceError
+from agents.runtime.models import InstallationSettings
+from agents.runtime.services import ServiceError
 from devices.models import Device
 from frontend.models import ApiToken, AuditEntry
 
@@ -119,7 +119,7 @@ def set_devices_enabled(actor: Any, devices: Any, enabled: bool) -> int:
 
 def admin_hand_back(actor: Any, task: Any) -> Any:
     """An admin hands back another operator's take-over (issue 26, item 1), audited."""
-    from agents import services as agent_services
+    from agents.runtime import services as agent_services
 
     with transaction.atomic():
         holder = task.tickets.filter(decision="takeover").order_by("-resolved_at").first()

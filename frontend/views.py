@@ -14,8 +14,8 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from agents import events, presence, services
-from agents.models import (ACTIVE_TASK_STATUSES, Step, Task, TaskStatus, Ticket, TicketKind,
+from agents.runtime import events, presence, services
+from agents.runtime.models import (ACTIVE_TASK_STATUSES, Step, Task, TaskStatus, Ticket, TicketKind,
                            TicketStatus)
 from devices.actions import Action, text_problem, validate_action
 from devices.models import Device

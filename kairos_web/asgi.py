@@ -26,7 +26,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
 
-from agents.consumers import OperatorConsumer, TaskConsumer  # noqa: E402
+from agents.runtime.consumers import OperatorConsumer, TaskConsumer  # noqa: E402
 from devices.consumers import ScreenConsumer  # noqa: E402
 from devices.sockets import AllowedHostsOrigin, UnknownPath  # noqa: E402
 

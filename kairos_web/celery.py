@@ -1,4 +1,4 @@
-"""The Celery app: workers run one agent step per task (``agents.tasks``)."""
+"""The Celery app: workers run one agent step per task (``agents.runtime.tasks``)."""
 import os
 
 from celery import Celery, bootsteps
@@ -7,16 +7,16 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "kairos_web.settings")
 
 app = Celery("kairos_web")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+app.autodiscover_tasks()  # agents.runtime.tasks: the runtime is the Django app
 
 # Every worker (and the embedded default's worker thread) sweeps for tasks whose worker
 # died mid-step: see agents/recovery.py.
-from agents.recovery import StallSweeper  # noqa: E402  (imports no Django models)
+from agents.runtime.recovery import StallSweeper  # noqa: E402  (imports no Django models)
 
 app.steps["worker"].add(StallSweeper)
 
 # The evidence calibrators refit themselves from the installation's labels
-# (agents/learning.py): after every KAIROS_REFIT_EVERY new labels (enqueued when a ticket
+# (agents/runtime/learning.py): after every KAIROS_REFIT_EVERY new labels (enqueued when a ticket
 # is resolved) and nightly. The full stack runs the nightly one with celery beat
 # (docker-compose's ``beat`` service); the embedded default has no beat, so its worker
 # thread runs it on a timer (``NightlyRefit``).

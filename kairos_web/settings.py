@@ -110,7 +110,8 @@ INSTALLED_APPS = [
     "channels",
     "ninja",  # serves Swagger UI's files for /api/docs from here, not a CDN
     "devices",
-    "agents",
+    "agents.runtime",  # the app labelled "agents": models, services, workers, sockets
+    "agents.evaluation",  # no models: the suites, benchmarks and their commands
     "frontend",
 ]
 
@@ -251,13 +252,13 @@ if KAIROS_ORACLE_BUDGET < 1:
 # The experience memory (issue 25): every backend proposes from what people confirmed
 # before, and every ticket decision teaches it. Off: the agent never learns or uses it.
 KAIROS_EXPERIENCE = envbool("KAIROS_EXPERIENCE", True)
-# The shipped prior of the memory's confidence (agents/calibration/shipped/
+# The shipped prior of the memory's confidence (agents/brain/calibration/shipped/
 # experience_prior.json); off: only this installation's own record counts.
 KAIROS_EXPERIENCE_PRIOR = envbool("KAIROS_EXPERIENCE_PRIOR", True)
 KAIROS_DEVICE_TIMEOUT = envfloat("KAIROS_DEVICE_TIMEOUT", 10.0)
 KAIROS_CLARIFICATION_TIMEOUT = envfloat("KAIROS_CLARIFICATION_TIMEOUT", 300.0)
 # A running task whose step was scheduled or started this long ago without moving is
-# recovered by the workers' stall sweep (agents/recovery.py), which runs this often.
+# recovered by the workers' stall sweep (agents/runtime/recovery.py), which runs this often.
 KAIROS_STALL_SECONDS = envfloat("KAIROS_STALL_SECONDS", 60.0)
 KAIROS_SWEEP_INTERVAL = envfloat("KAIROS_SWEEP_INTERVAL", 10.0)
 if KAIROS_STALL_SECONDS <= KAIROS_DEVICE_TIMEOUT:
@@ -266,12 +267,12 @@ if KAIROS_STALL_SECONDS <= KAIROS_DEVICE_TIMEOUT:
 # Seconds after which an idle operator's claim on a ticket lapses (docs/console.md).
 KAIROS_CLAIM_TIMEOUT = envfloat("KAIROS_CLAIM_TIMEOUT", 300.0)
 # A refit of the evidence calibrators after every this many new labels (0: nightly only);
-# agents/learning.py, docs/models.md "Versions and refits".
+# agents/runtime/learning.py, docs/models.md "Versions and refits".
 KAIROS_REFIT_EVERY = envint("KAIROS_REFIT_EVERY", 50)
 if KAIROS_REFIT_EVERY < 0:
     raise ImproperlyConfigured("KAIROS_REFIT_EVERY must be 0 (nightly only) or more")
 # Seconds without an input after which an operator's take-over lapses: the task goes back
-# to the queue as an open ticket (agents/recovery.py; docs/console.md).
+# to the queue as an open ticket (agents/runtime/recovery.py; docs/console.md).
 KAIROS_TAKEOVER_TIMEOUT = envfloat("KAIROS_TAKEOVER_TIMEOUT", 300.0)
 # Seconds a ticket may wait before the console marks it late (the queue's SLA warning).
 KAIROS_TICKET_SLA = envfloat("KAIROS_TICKET_SLA", 120.0)

@@ -80,7 +80,7 @@ class InlineSteps:
         self.pending.append((task_id, index))
 
     def drain(self, limit: int = 100) -> list[str]:
-        from agents import services
+        from agents.runtime import services
 
         outcomes = []
         while self.pending and limit:
@@ -102,7 +102,7 @@ def phones():
 
 @pytest.fixture
 def inline_steps():
-    from agents import services
+    from agents.runtime import services
 
     runner = InlineSteps()
     services.set_step_scheduler(runner)
@@ -130,7 +130,7 @@ class ScriptedBackend:
         pass
 
     def propose(self, ctx):
-        from agents.backends.base import Proposal
+        from agents.brain.backends.base import Proposal
 
         if not ScriptedBackend.script:
             return Proposal(action=None, error="script exhausted")
@@ -141,7 +141,7 @@ class ScriptedBackend:
 @pytest.fixture
 def scripted():
     """``scripted([proposal, …])`` makes tasks with backend 'scripted' propose those."""
-    from agents.backends import register_backend
+    from agents.brain.backends import register_backend
 
     register_backend("scripted", ScriptedBackend)
 

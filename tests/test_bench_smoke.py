@@ -12,7 +12,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from agents.management.commands.bench import BENCHES, nothing_measured
+from agents.evaluation.management.commands.bench import BENCHES, nothing_measured
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -100,6 +100,6 @@ def test_bench_memory_times_lookups_that_find_remembered_steps(transactional_db)
     result = run_bench("memory")
     assert result["remembered_steps"] == 2_000 and result["samples"] == 20
     assert result["lookups_with_a_match"] > 0 and result["lookup_p95_ms"] > 0
-    from agents.models import ExperienceEntry
+    from agents.runtime.models import ExperienceEntry
 
     assert not ExperienceEntry.objects.exists()  # the seeded steps are removed again

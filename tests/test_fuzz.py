@@ -203,8 +203,8 @@ frames = st.one_of(
 
 @pytest.mark.django_db(transaction=True)
 def test_fuzzed_socket_frames_are_answered_and_never_drop_the_socket(phones, error_log):
-    from agents import services
-    from agents.models import Ticket
+    from agents.runtime import services
+    from agents.runtime.models import Ticket
     from tests.websockets import connect
 
     world = build_world()

@@ -14,7 +14,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from agents import events, services
+from agents.runtime import events, services
 from devices.models import Device
 from devices.streaming import device_group
 from kairos_web.asgi import application

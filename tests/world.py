@@ -13,8 +13,8 @@ from typing import Any
 from django.contrib.auth.models import Group, User
 from django.core.files.base import ContentFile
 
-from agents import services
-from agents.models import CalibratorVersion, Step, Task, TaskStatus, TicketKind, TicketReason
+from agents.runtime import services
+from agents.runtime.models import CalibratorVersion, Step, Task, TaskStatus, TicketKind, TicketReason
 from devices.models import Device
 
 
@@ -54,7 +54,7 @@ def build_world() -> World:
     version = CalibratorVersion.objects.create(backend="world", number=0, taken=True,
                                                reason="the backend's own score")
     # One remembered step, so the experience pages have an app to show, export, forget.
-    from agents.models import ExperienceEntry
+    from agents.runtime.models import ExperienceEntry
 
     ExperienceEntry.objects.create(
         app="com.kairos.settings", signature="0" * 16, instruction="Turn on Wi-Fi",

@@ -72,10 +72,10 @@ def attached_phones(client: Any) -> dict[str, str]:
 
 def label_for(package: str, label: str | None = None) -> str:
     """What the launcher calls ``package``: the phone's own label when it gives one, else
-    the usual label of a standard app (:mod:`agents.appknowledge`), else its last word."""
+    the usual label of a standard app (:mod:`agents.brain.appknowledge`), else its last word."""
     if label:
         return label
-    from agents.appknowledge import label_for_package  # pure data, no Django
+    from agents.brain.appknowledge import label_for_package  # pure data, no Django
 
     known = label_for_package(package)
     if known:
@@ -163,7 +163,7 @@ class AdbDevice:
         standard apps among the rest."""
         activities = parse_launcher_activities(self._shell(LAUNCHER_QUERY))
         if not activities:
-            from agents.appknowledge import label_for_package
+            from agents.brain.appknowledge import label_for_package
 
             def listed(flags: str) -> list[str]:
                 return [line.split(":", 1)[1].strip() for line in

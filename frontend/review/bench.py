@@ -82,7 +82,7 @@ def cleanup() -> None:
     from django.contrib.auth import get_user_model
     from django.core.files.storage import default_storage
 
-    from agents.models import Task
+    from agents.runtime.models import Task
     from devices.models import Device
 
     tasks = Task.objects.filter(device__name__startswith=PREFIX)
@@ -105,7 +105,7 @@ def seed(steps: int, tickets: int) -> dict[str, Any]:
     from django.db.models import OuterRef, Subquery
     from django.utils import timezone
 
-    from agents.models import Step, Task, Ticket, TrainingRecord
+    from agents.runtime.models import Step, Task, Ticket, TrainingRecord
     from devices.models import Device
 
     rng = random.Random(13)
@@ -222,7 +222,7 @@ def seeded_already() -> dict[str, Any] | None:
     """What an earlier ``--keep`` run left, ready to measure again (``--reuse``)."""
     from django.contrib.auth import get_user_model
 
-    from agents.models import Step, Task, Ticket
+    from agents.runtime.models import Step, Task, Ticket
 
     admin = get_user_model().objects.filter(username=f"{PREFIX}-admin").first()
     tasks = Task.objects.filter(device__name__startswith=PREFIX).order_by("created_at")
@@ -253,8 +253,8 @@ def bench_review(*, steps: int = 100_000, tickets: int = 20_000, samples: int = 
     from django.test import Client
     from django.test.utils import setup_test_environment
 
-    from agents.models import TrainingRecord
-    from agents.training.export import ExportFilter, export_to_directory
+    from agents.runtime.models import TrainingRecord
+    from agents.runtime.training.export import ExportFilter, export_to_directory
 
     try:
         setup_test_environment()  # the test client needs it ("testserver" host)

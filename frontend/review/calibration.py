@@ -4,7 +4,7 @@ People's decisions label the handoffs (approve → the agent was right, edit / t
 wrong; DESIGN.md "Confidence is measured"). Per backend this page shows P(right) per
 confidence score, and for each γ what the gate would do: the expected autonomy precision
 P(right | score ≥ γ) and the interventions per step P(score < γ). The suggested γ is
-``agents.confidence.suggest_threshold`` — the rule ``manage.py calibrate`` prints.
+``agents.brain.confidence.suggest_threshold`` — the rule ``manage.py calibrate`` prints.
 """
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from typing import Any
 
 from django.db.models import Count
 
-from agents.confidence import autonomy_precision, reliability_table, suggest_threshold
-from agents.metrics import Proportion, wilson_interval
-from agents.models import Decision, Step, Ticket, TicketKind, TicketStatus
-from agents.plot import reliability_svg
+from agents.brain.confidence import autonomy_precision, reliability_table, suggest_threshold
+from agents.brain.metrics import Proportion, wilson_interval
+from agents.runtime.models import Decision, Step, Ticket, TicketKind, TicketStatus
+from agents.brain.plot import reliability_svg
 
 GAMMAS = tuple(g / 2 for g in range(2, 11))  # 1, 1.5, …, 5
 DEFAULT_TARGET = 0.95
@@ -129,8 +129,8 @@ class VersionRow:
 def calibrator_versions(limit: int = 50) -> dict[str, list[VersionRow]]:
     """Per backend, its kept versions newest first, each with its held-out reliability
     diagram (what the version's P(right) was worth on the labels held back from its fit)."""
-    from agents.models import CalibratorVersion
-    from agents.plot import small_reliability_svg
+    from agents.runtime.models import CalibratorVersion
+    from agents.brain.plot import small_reliability_svg
 
     out: dict[str, list[VersionRow]] = {}
     for v in CalibratorVersion.objects.order_by("backend", "-number")[:limit]:

@@ -10,10 +10,10 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from agents.experience_store import (
+from agents.runtime.experience_store import (
     FORMAT, app_decisions, app_summaries, export_app, forget_app, import_experience,
 )
-from agents.models import ExperienceEntry, ExperienceOutcome
+from agents.runtime.models import ExperienceEntry, ExperienceOutcome
 from frontend.services import record_audit
 from frontend.views import admin_required
 

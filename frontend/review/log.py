@@ -14,10 +14,10 @@ from django.contrib.auth import get_user_model
 from django.db.models import Count, F, FloatField, Func, Q, QuerySet
 from django.utils import timezone
 
-from agents.models import (
+from agents.runtime.models import (
     DecidedBy, Decision, Step, Task, TaskStatus, Ticket, TicketKind, TicketReason,
 )
-from agents.training.labels import label_meaning, score_of
+from agents.runtime.training.labels import label_meaning, score_of
 from frontend.review.words import action_words, decision_words, duration_words
 
 PAGE_SIZE = 50

@@ -1,6 +1,6 @@
 """Metrics on logged work, per day or week, backend or device (/review/metrics/).
 
-The arithmetic is ``agents.metrics`` — the same functions ``evaluate`` reports with —
+The arithmetic is ``agents.brain.metrics`` — the same functions ``evaluate`` reports with —
 fed from the database: tasks become :class:`TaskRecord` s, resolved interventions become
 (right, would-have-acted-alone) pairs for :func:`logged_decision_metrics`.
 """
@@ -14,8 +14,8 @@ from django.db.models import Count, F, Sum
 from django.db.models.functions import TruncDay, TruncWeek
 from django.utils import timezone
 
-from agents.metrics import Proportion, TaskRecord, logged_decision_metrics, task_metrics
-from agents.models import Decision, Step, Task, Ticket, TicketKind, TicketStatus, TrainingRecord
+from agents.brain.metrics import Proportion, TaskRecord, logged_decision_metrics, task_metrics
+from agents.runtime.models import Decision, Step, Task, Ticket, TicketKind, TicketStatus, TrainingRecord
 from frontend.review.log import FilterError, parse_date
 
 GROUPINGS = {"day": "day", "week": "week", "backend": "backend", "device": "device"}
@@ -194,7 +194,7 @@ class MeasuredPrecision:
 
 
 def _all_right_needed(target: float) -> int:
-    from agents.metrics import wilson_interval
+    from agents.brain.metrics import wilson_interval
 
     n = 1
     while (wilson_interval(n, n) or (0.0, 0.0))[0] < target and n < 100000:
@@ -204,9 +204,9 @@ def _all_right_needed(target: float) -> int:
 
 def measured_precision(since: dt.date, until: dt.date, by: str,
                        target: float | None = None) -> MeasuredPrecision:
-    from agents.learning import SPOT_CHECK, TARGET_AUTONOMY_PRECISION, labelled_tickets, \
+    from agents.runtime.learning import SPOT_CHECK, TARGET_AUTONOMY_PRECISION, labelled_tickets, \
         ticket_right
-    from agents.plot import precision_over_time_svg
+    from agents.brain.plot import precision_over_time_svg
 
     target = TARGET_AUTONOMY_PRECISION if target is None else target
     start = timezone.make_aware(dt.datetime.combine(since, dt.time.min))

@@ -9,8 +9,8 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.models import DecidedBy, Decision, Message, Step, Task, Ticket
-from agents.training.labels import label_meaning, score_of
+from agents.runtime.models import DecidedBy, Decision, Message, Step, Task, Ticket
+from agents.runtime.training.labels import label_meaning, score_of
 from frontend.review.words import action_words, decision_words, duration_words
 
 POINT_TYPES = ("CLICK", "LONG_CLICK")

@@ -10,8 +10,8 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from agents import services
-from agents.models import (
+from agents.runtime import services
+from agents.runtime.models import (
     Decision, InstallationSettings, TaskStatus, TicketKind, TicketReason,
 )
 from devices.models import Device
@@ -24,7 +24,7 @@ def _filter_choices() -> dict[str, list[tuple[str, str]]]:
     from django.contrib.auth import get_user_model
     from django.db.models import Q
 
-    from agents.backends import backend_names
+    from agents.brain.backends import backend_names
 
     people = get_user_model().objects.filter(
         Q(is_superuser=True) | Q(groups__name__in=("operators", "admins"))).distinct()
@@ -93,7 +93,7 @@ def replay(request: HttpRequest, task_id: Any) -> HttpResponse:
 def metrics(request: HttpRequest) -> HttpResponse:
     from frontend.review.metrics import GROUPINGS, metrics_page
 
-    from agents.learning import drifted_apps
+    from agents.runtime.learning import drifted_apps
     from frontend.review.metrics import measured_precision
 
     page = metrics_page(request.GET)
@@ -180,8 +180,8 @@ def _calibration_response(request: HttpRequest, target: float, errors: list[str]
 @admin_required
 def rollback_calibrator(request: HttpRequest, version_id: int) -> HttpResponse:
     """POST: make a kept calibrator version the one the gate reads (audited)."""
-    from agents import learning
-    from agents.models import CalibratorVersion
+    from agents.runtime import learning
+    from agents.runtime.models import CalibratorVersion
     from frontend.review.calibration import DEFAULT_TARGET
 
     if request.method != "POST":
@@ -203,7 +203,7 @@ def rollback_calibrator(request: HttpRequest, version_id: int) -> HttpResponse:
 @admin_required
 def export(request: HttpRequest) -> HttpResponse:
     """The log's current filter as a training-data zip, streamed while it is written."""
-    from agents.training.export import FORMATS, ExportFilter, stream_zip
+    from agents.runtime.training.export import FORMATS, ExportFilter, stream_zip
 
     f = LogFilter.from_query(request.GET)
     fmt = request.GET.get("format", "llamafactory")

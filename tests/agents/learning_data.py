@@ -7,7 +7,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from agents.models import (
+from agents.runtime.models import (
     Decision, Step, StepStatus, Task, TaskStatus, Ticket, TicketKind, TicketStatus,
 )
 from devices.models import Device

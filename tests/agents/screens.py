@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from PIL import Image
 
-from agents.backends.base import HistoryEntry, StepContext
+from agents.brain.backends.base import HistoryEntry, StepContext
 from devices.protocol import AppInfo, Observation
 from devices.uitree import UINode
 
@@ -100,7 +100,7 @@ class HandBuiltPhone:
 
     def __init__(self, tmp_path, app_yaml: str, suite_yaml: str, task_id: str,
                  app_name: str) -> None:
-        from agents.episode import EpisodeMemory
+        from agents.evaluation.episode import EpisodeMemory
         from devices.actions import Action
         from devices.sim import SimDevice
         from tests.devices.sim_helpers import hand_built
@@ -121,7 +121,7 @@ class HandBuiltPhone:
         self.do(Action(CLICK, x=x, y=y, element=label))
 
     def do(self, action) -> None:
-        from agents import loop
+        from agents.brain import loop
 
         target = loop.target_node(action, self.device.observe().nodes)
         outcome = self.device.perform(action)
@@ -129,7 +129,7 @@ class HandBuiltPhone:
             len(self.memory.history) + 1, action, "agent", outcome.changed, target))
 
     def propose(self):
-        from agents.backends.heuristic import HeuristicBackend
+        from agents.brain.backends.heuristic import HeuristicBackend
 
         return HeuristicBackend().propose(
             self.memory.context(self.device.observe(), self.device.info.apps))

@@ -2,9 +2,9 @@
 vendor's phone and by launcher label, never over a simulated app's own description."""
 from __future__ import annotations
 
-from agents.appknowledge import known, knowledge, label_for_package, with_purposes
-from agents.backends.heuristic import HeuristicBackend
-from agents.backends.base import StepContext
+from agents.brain.appknowledge import known, knowledge, label_for_package, with_purposes
+from agents.brain.backends.heuristic import HeuristicBackend
+from agents.brain.backends.base import StepContext
 from devices.protocol import AppInfo, Observation
 from devices.uitree import UINode
 from PIL import Image

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from io import StringIO
 
-from agents.bench_tokens import bench_tokens, oracle_target, task_goal
+from agents.evaluation.bench.tokens import bench_tokens, oracle_target, task_goal
 from devices.actions import Action
 from devices.sim import SimDevice, find_suite
 
@@ -51,7 +51,7 @@ def test_a_type_targets_the_focused_field_and_a_tap_the_node_under_it() -> None:
 def test_the_bench_command_prints_one_json_object(monkeypatch) -> None:
     from django.core.management import call_command
 
-    import agents.bench_tokens as module
+    import agents.evaluation.bench.tokens as module
 
     original = module.bench_tokens
     monkeypatch.setattr(module, "bench_tokens", lambda: original(("toggles",), tasks=["dnd_on"]))

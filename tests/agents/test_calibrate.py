@@ -9,11 +9,11 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from agents.backends.base import Proposal
-from agents.backends.openai import OpenAIBackend
-from agents.calibration import RawScores
-from agents.confidence import Calibration
-from agents.models import Step, Task, Ticket
+from agents.brain.backends.base import Proposal
+from agents.brain.backends.openai import OpenAIBackend
+from agents.evaluation.history import RawScores
+from agents.brain.confidence import Calibration
+from agents.runtime.models import Step, Task, Ticket
 from devices.actions import Action
 from devices.models import Device
 

@@ -1,7 +1,7 @@
 """The evidence calibrator (issue 12): probing labels, fitting, leave-one-app-out, the gate.
 
 Probing runs the real simulator and oracle on small hand-built apps; the calibrator is
-fitted with scikit-learn; the gate is the product's ``agents.loop.decide``.
+fitted with scikit-learn; the gate is the product's ``agents.brain.loop.decide``.
 """
 from __future__ import annotations
 
@@ -15,20 +15,20 @@ from PIL import Image
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from agents import loop
-from agents.backends import register_backend
-from agents.backends.base import Proposal, StepContext
-from agents.calibration.calibrator import (
+from agents.brain import loop
+from agents.brain.backends import register_backend
+from agents.brain.backends.base import Proposal, StepContext
+from agents.brain.calibration.calibrator import (
     EvidenceCalibrator, probability_to_score, score_to_probability,
 )
-from agents.calibration.fit import (
+from agents.brain.calibration.fit import (
     Labelled, expected_calibration_error, fit_calibrator, held_out_split, suggest_gamma,
     wilson_lower,
 )
-from agents.calibration.gate import (
+from agents.brain.calibration.gate import (
     SHIPPED_DIR, CalibratedBackend, CalibratorError, find_calibrator,
 )
-from agents.calibration.probe import ProbeJob, probe_task
+from agents.evaluation.probe import ProbeJob, probe_task
 from devices.actions import CLICK, COMPLETE, Action
 from devices.protocol import Observation
 
@@ -309,7 +309,7 @@ def test_the_heuristic_ships_a_calibrator_that_is_used_by_default():
 
 @pytest.mark.django_db(transaction=True)
 def test_run_task_records_the_calibrator_version_on_each_step(monkeypatch):
-    from agents.models import Step
+    from agents.runtime.models import Step
 
     monkeypatch.delenv("KAIROS_CALIBRATOR", raising=False)
     out = StringIO()
@@ -341,7 +341,7 @@ DECLARE_DONE = "Thought: looks done.\nAction: COMPLETE\nScore: 5"
 
 def test_an_over_confident_model_is_probed_calibrated_and_then_asked_about(
         fake_openai, tmp_path, monkeypatch):
-    from agents.backends import get_backend
+    from agents.brain.backends import get_backend
 
     (tmp_path / "lamp.yaml").write_text(LAMP_APP)
     suite = tmp_path / "lamps.yaml"
@@ -437,7 +437,7 @@ def test_calibrate_names_a_bad_probe_line_and_prints_version_ece_and_gamma(tmp_p
 
 @pytest.mark.django_db(transaction=True)
 def test_a_damaged_calibrator_becomes_a_ticket_naming_the_file_not_a_crash(tmp_path, monkeypatch):
-    from agents.models import Ticket
+    from agents.runtime.models import Ticket
 
     bad = tmp_path / "damaged.json"
     bad.write_text('{"format": "something else"}')
@@ -455,7 +455,7 @@ def test_calibrate_from_logs_labels_approve_right_edit_and_takeover_wrong_and_sk
         tmp_path):
     from django.contrib.auth.models import User
 
-    from agents.models import Step, Task, Ticket
+    from agents.runtime.models import Step, Task, Ticket
     from devices.models import Device
 
     owner, operator = User.objects.create_user("owner"), User.objects.create_user("op")
@@ -481,7 +481,7 @@ def test_calibrate_from_logs_labels_approve_right_edit_and_takeover_wrong_and_sk
 
 
 def test_a_step_on_an_app_the_calibrator_never_saw_is_capped_at_what_unseen_apps_earned():
-    from agents.calibration.fit import unseen_app_precision
+    from agents.brain.calibration.fit import unseen_app_precision
 
     # Three apps; a confident toggle is right on two of them and a coin toss on the third:
     # what a new app holds cannot be read off the apps the calibrator knows.
@@ -514,7 +514,7 @@ def test_a_few_apps_where_every_confident_step_was_right_do_not_make_new_apps_ac
     with 12 confident steps each, all right, is not evidence that a fourth app is right
     95% of the time. (The Laplace-smoothed share it was, 37/38 = 0.97, let every step on a
     new app act alone at γ = 4 after a small probe or a few weeks of handoffs.)"""
-    from agents.calibration.fit import unseen_app_precision
+    from agents.brain.calibration.fit import unseen_app_precision
 
     rng = random.Random(7)
     samples = []
@@ -609,7 +609,7 @@ def test_an_app_whose_name_is_only_an_everyday_word_in_the_goal_is_not_named_by_
     let it act alone (P 0.97), because the goal "named" Coffee. The word names a thing on
     the list there; the choice of app is a guess among apps the data never covered, and
     asks. The same phone with the app really named still acts alone."""
-    from agents.backends.heuristic import HeuristicBackend
+    from agents.brain.backends.heuristic import HeuristicBackend
     from devices.protocol import AppInfo
     from tests.agents.screens import ScreenBuilder
 
@@ -649,7 +649,7 @@ def test_handoffs_on_a_new_app_make_it_familiar_only_once_there_are_enough(tmp_p
     make a whole app trusted)."""
     from django.contrib.auth.models import User
 
-    from agents.models import Step, Task, Ticket
+    from agents.runtime.models import Step, Task, Ticket
     from devices.models import Device
 
     rng = random.Random(11)
@@ -704,7 +704,7 @@ def test_an_app_where_operators_kept_editing_does_not_become_familiar(tmp_path):
     keep it asking."""
     from django.contrib.auth.models import User
 
-    from agents.models import Step, Task, Ticket
+    from agents.runtime.models import Step, Task, Ticket
     from devices.models import Device
 
     rng = random.Random(13)
@@ -766,7 +766,7 @@ def test_an_app_where_operators_kept_editing_does_not_become_familiar(tmp_path):
     ("book a ride home", "RideNow", None),
 ])
 def test_how_a_goal_mentions_an_app(goal, app, mention):
-    from agents.backends.evidence import app_mention
+    from agents.brain.backends.evidence import app_mention
 
     assert app_mention(goal, app) == mention
 
@@ -774,7 +774,7 @@ def test_how_a_goal_mentions_an_app(goal, app, mention):
 def test_ece_by_chance_tells_a_small_suites_noise_from_miscalibration():
     """A 16-task suite judges ~150 steps; at that size even a perfect confidence shows an
     ECE of several points, so the report says how much chance alone explains."""
-    from agents.calibration.fit import ece_by_chance, expected_calibration_error
+    from agents.brain.calibration.fit import ece_by_chance, expected_calibration_error
 
     rng = random.Random(5)
     probabilities = [rng.choice([0.3, 0.6, 0.9, 0.97]) for _ in range(150)]
@@ -796,7 +796,7 @@ def test_ece_by_chance_tells_a_small_suites_noise_from_miscalibration():
     ("open maps", "Maps", "name"),
 ])
 def test_a_plural_app_name_is_mentioned_by_its_singular_too(goal, app, mention):
-    from agents.backends.evidence import app_mention
+    from agents.brain.backends.evidence import app_mention
 
     assert app_mention(goal, app) == mention
 
@@ -808,7 +808,7 @@ def test_an_unseen_app_reads_what_left_out_apps_earned_at_each_probability():
     P 0.95 six times in seven). A step on an unseen app reads its probability through the
     unseen-app map — what left-out apps earned at that probability — and then the cap;
     known apps keep their reading, and a file without a map reads as before."""
-    from agents.calibration.fit import unseen_app_measure
+    from agents.brain.calibration.fit import unseen_app_measure
 
     rng = random.Random(21)
     samples = []
@@ -906,7 +906,7 @@ def test_remap_from_the_installations_own_handoffs(tmp_path):
     step there reads what those handoffs earned."""
     from django.contrib.auth.models import User
 
-    from agents.models import Step, Task, Ticket
+    from agents.runtime.models import Step, Task, Ticket
     from devices.models import Device
 
     rng = random.Random(8)

@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from agents import services
-from agents.backends.base import Clarification, Proposal
-from agents.models import Message, StepStatus, Task, TaskStatus, Ticket, TicketStatus
+from agents.runtime import services
+from agents.brain.backends.base import Clarification, Proposal
+from agents.runtime.models import Message, StepStatus, Task, TaskStatus, Ticket, TicketStatus
 from devices.actions import Action
 from devices.models import Device
 
@@ -184,7 +184,7 @@ def test_the_stall_sweep_escalates_a_question_left_overdue_once(demo, inline_ste
     question overdue in the database; a late hand-off after it changes nothing."""
     from datetime import timedelta
 
-    from agents.recovery import sweep_stalled_tasks
+    from agents.runtime.recovery import sweep_stalled_tasks
 
     settings.KAIROS_CLARIFICATION_TIMEOUT = 20
     task = order_latte(demo["user"])
@@ -206,7 +206,7 @@ def test_the_stall_sweep_escalates_a_question_left_overdue_once(demo, inline_ste
 
 def test_escalation_is_scheduled_with_the_configured_timeout(demo, inline_steps, settings,
                                                              monkeypatch):
-    from agents import tasks
+    from agents.runtime import tasks
 
     settings.KAIROS_CLARIFICATION_TIMEOUT = 7
     calls = []

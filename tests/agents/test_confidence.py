@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.confidence import (
+from agents.brain.confidence import (
     Calibration, actions_agree, autonomy_precision, check_estimator, consistency_vote,
     expected_score, fit_binned, fit_calibration, fit_isotonic, logprob_score,
     pool_adjacent_violators, reliability_table, suggest_threshold,
 )
-from agents.scoring import find_score_span
+from agents.brain.scoring import find_score_span
 from devices.actions import Action
 from tests.agents.fake_openai import logprob_tokens
 

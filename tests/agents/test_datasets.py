@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from agents.datasets import DatasetError, load_aitz, load_dataset, load_star
+from agents.evaluation.datasets import DatasetError, load_aitz, load_dataset, load_star
 
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "aitz-sample"
 EPISODE = SAMPLE / "GOOGLE_APPS-523638528775825151"

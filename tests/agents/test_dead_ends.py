@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from agents.backends import register_backend
-from agents.backends.base import Proposal, StepContext
-from agents.evaluation import evaluate_suite, format_table
+from agents.brain.backends import register_backend
+from agents.brain.backends.base import Proposal, StepContext
+from agents.evaluation.suites import evaluate_suite, format_table
 from devices.actions import Action
 
 # A quiz answered once: "Answer B" is wrong and cannot be taken back, so a task that

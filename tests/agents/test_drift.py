@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from agents import learning, services
-from agents.backends import get_backend
-from agents.calibration.drift import (
+from agents.runtime import learning, services
+from agents.brain.backends import get_backend
+from agents.brain.calibration.drift import (
     MIN_LABELS, WINDOW, drift_state, labels_to_trigger, right_labels_to_recover,
 )
-from agents.calibration.gate import calibrated_backend, find_calibrator
-from agents.episode import OPERATOR_ORACLE, run_episode
-from agents.models import Step, Ticket, TicketStatus
+from agents.brain.calibration.gate import calibrated_backend, find_calibrator
+from agents.evaluation.episode import OPERATOR_ORACLE, run_episode
+from agents.runtime.models import Step, Ticket, TicketStatus
 from devices.models import Device
 from devices.sim import SimDevice, find_suite
 from devices.sim.loader import bundled_apps, load_app

@@ -21,9 +21,9 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from agents import services
-from agents.backends.base import Proposal
-from agents.models import Message, Task, TaskStatus
+from agents.runtime import services
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import Message, Task, TaskStatus
 from devices.actions import Action
 from devices.models import Device
 from frontend.models import ApiToken

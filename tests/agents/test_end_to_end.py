@@ -8,8 +8,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from agents import services
-from agents.models import Task, TaskStatus, TicketStatus
+from agents.runtime import services
+from agents.runtime.models import Task, TaskStatus, TicketStatus
 from devices.models import Device
 from tests.stack import Stack, wait_for
 

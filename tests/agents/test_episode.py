@@ -1,8 +1,8 @@
 """The in-memory episode runner labels every proposal with the oracle."""
 from __future__ import annotations
 
-from agents.backends.base import Proposal
-from agents.episode import run_episode
+from agents.brain.backends.base import Proposal
+from agents.evaluation.episode import run_episode
 from devices.actions import Action
 from devices.sim import SimDevice, find_suite
 

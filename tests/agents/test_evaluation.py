@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from agents.backends.base import Proposal, StepContext
-from agents.episode import EpisodeResult, StepRecord
-from agents.evaluation import (
+from agents.brain.backends.base import Proposal, StepContext
+from agents.evaluation.episode import EpisodeResult, StepRecord
+from agents.evaluation.suites import (
     EpisodeFailed, EpisodeJob, evaluate_dataset, evaluate_suite, format_table,
     task_record_from_episode,
 )
-from agents.plot import gamma_plot_svg
+from agents.brain.plot import gamma_plot_svg
 from devices.actions import Action
 
 SAMPLE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "aitz-sample"
@@ -306,7 +306,7 @@ def test_a_perfect_backend_on_a_bundled_suite_scores_the_upper_bound() -> None:
     sim = pytest.importorskip("devices.sim")
     if not hasattr(sim, "SimDevice"):
         pytest.skip("the simulator's SimDevice has not landed yet")
-    from agents.backends import register_backend
+    from agents.brain.backends import register_backend
 
     register_backend("test-perfect", PerfectBackend)
     result = evaluate_suite("toggles", "test-perfect", [0, 5])
@@ -349,7 +349,7 @@ def test_tasks_without_a_success_predicate_are_skipped_and_named() -> None:
 
 
 def test_a_suite_with_a_demo_task_evaluates_end_to_end(tmp_path: Path) -> None:
-    from agents.backends import register_backend
+    from agents.brain.backends import register_backend
 
     register_backend("test-perfect", PerfectBackend)
     suite = tmp_path / "mini.yaml"

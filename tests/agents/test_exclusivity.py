@@ -8,9 +8,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
-from agents import services
-from agents.backends.base import Proposal
-from agents.models import Task, TaskStatus, Ticket
+from agents.runtime import services
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import Task, TaskStatus, Ticket
 from devices.actions import Action
 from devices.models import Device
 from frontend.models import ApiToken
@@ -167,7 +167,7 @@ def test_the_task_page_says_queued_and_its_position(client, demo, other_user, sc
 
 def test_a_queued_task_whose_phone_cannot_be_prepared_keeps_its_place(demo, other_user,
                                                                       inline_steps, phones):
-    from agents.recovery import sweep_stalled_tasks
+    from agents.runtime.recovery import sweep_stalled_tasks
     from devices.host import LocalDeviceClient, build_sim_host, set_device_client
     from devices.sim import find_suite
 

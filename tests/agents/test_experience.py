@@ -6,17 +6,17 @@ import json
 
 import pytest
 
-from agents import loop
-from agents.backends.base import Proposal, StepContext
-from agents.calibration.experience import experience_probability
-from agents.experience.layer import ExperienceBackend
-from agents.experience.learning import (
+from agents.brain import loop
+from agents.brain.backends.base import Proposal, StepContext
+from agents.brain.calibration.experience import experience_probability
+from agents.brain.experience.layer import ExperienceBackend
+from agents.brain.experience.learning import (
     APPROVE, EDIT, StepFact, learn_from_ticket, learn_from_verdict,
 )
-from agents.experience.memory import (
+from agents.brain.experience.memory import (
     CONFIRM, MemoryStore, element_label, lookup, pick_group, step_key, target_of,
 )
-from agents.experience.screen import screen_signature
+from agents.brain.experience.screen import screen_signature
 from devices.actions import Action
 from devices.sim import SimDevice, find_suite
 from devices.sim.oracle import Oracle
@@ -62,7 +62,7 @@ def walk(store: MemoryStore, suite_path: str, task_id: str, instruction: str | N
 def run_with_memory(store, suite_path, task_id, instruction, threshold=0.0, max_steps=10):
     """Run ``instruction`` on task ``task_id``'s phone with a backend that knows nothing
     but the memory; returns the executed actions and the device."""
-    from agents.episode import EpisodeMemory
+    from agents.evaluation.episode import EpisodeMemory
 
     suite = find_suite(suite_path)
     task = suite.task(task_id)
@@ -264,13 +264,13 @@ def test_evaluate_learn_writes_learning_rows_and_the_plot(tmp_path):
     ("Hello", "say hello to Ann", "say hello to Bo", "Hello"),  # not from the instruction
 ])
 def test_typed_text_is_a_template_over_the_instruction(typed, learned_from, new, expected):
-    from agents.experience.slots import text_template
+    from agents.brain.experience.slots import text_template
 
     assert text_template(typed, learned_from).bind(new) == expected
 
 
 def test_opposite_directions_never_match_and_parameters_do_not_count():
-    from agents.experience.slots import intent_similarity
+    from agents.brain.experience.slots import intent_similarity
 
     assert intent_similarity("turn on the porch light", "turn off the porch light") == 0.0
     assert intent_similarity("send Alex $40", "send Jordan $75") == 1.0
@@ -308,7 +308,7 @@ def test_a_backend_that_proposes_what_people_confirmed_keeps_its_proposal_and_ga
 def test_a_question_to_the_user_is_never_answered_from_another_users_choice():
     """An earlier user's choice on this screen (Jordan) is not this user's answer: when
     the backend asks the user, the memory does not tap for them."""
-    from agents.backends.base import Clarification
+    from agents.brain.backends.base import Clarification
 
     store = MemoryStore()
     walk(store, POCKETPAY, "pp01")
@@ -349,7 +349,7 @@ def test_a_question_to_the_user_is_never_answered_from_another_users_choice():
 # --- the shipped prior (issue 25: "after at most three confirmations it acts alone") --
 
 def test_the_prior_lets_a_memory_act_alone_after_a_few_own_rights_and_a_wrong_pulls_it_down():
-    from agents.calibration.experience import ExperiencePrior
+    from agents.brain.calibration.experience import ExperiencePrior
 
     prior = ExperiencePrior({"agreed/c3/same": (300, 0), "agreed/c1/close": (88, 6)},
                             weight=15)
@@ -378,7 +378,7 @@ def test_the_prior_lets_a_memory_act_alone_after_a_few_own_rights_and_a_wrong_pu
 
 
 def test_the_shipped_prior_says_how_and_when_it_was_measured_and_never_on_held_out_suites():
-    from agents.calibration.experience import SHIPPED_PRIOR, ExperiencePrior, shipped_prior
+    from agents.brain.calibration.experience import SHIPPED_PRIOR, ExperiencePrior, shipped_prior
 
     data = json.loads(SHIPPED_PRIOR.read_text())
     assert data["measured"] and data["how"] and data["proposals"] > 0
@@ -392,7 +392,7 @@ def test_the_shipped_prior_says_how_and_when_it_was_measured_and_never_on_held_o
 
 
 def test_wifi_spelled_either_way_is_the_same_wish_and_names_stay_parameters():
-    from agents.experience.slots import intent_similarity
+    from agents.brain.experience.slots import intent_similarity
 
     assert intent_similarity("Turn on Wi-Fi", "could you switch the wifi on") == 1.0
     assert intent_similarity("Turn on Wi-Fi", "turn the wifi off") == 0.0
@@ -404,7 +404,7 @@ def test_wifi_spelled_either_way_is_the_same_wish_and_names_stay_parameters():
 def test_fit_experience_prior_counts_memory_proposals_and_refuses_held_out_suites(tmp_path):
     from django.core.management import CommandError, call_command
 
-    from agents.calibration.experience import ExperiencePrior
+    from agents.brain.calibration.experience import ExperiencePrior
 
     out = tmp_path / "prior.json"
     call_command("fit_experience_prior", "--suites", "toggles", "--thresholds", "5",
@@ -453,7 +453,7 @@ def test_the_option_already_chosen_is_where_it_is_not_where_it_should_go():
 
 
 def test_answers_to_questions_do_not_change_what_was_asked_for():
-    from agents.experience.slots import intent_similarity
+    from agents.brain.experience.slots import intent_similarity
 
     asked = "Put my electricity on the fixed 24 month plan."
     answered = asked + " (No preference — whatever you think is best.)"
@@ -462,7 +462,7 @@ def test_answers_to_questions_do_not_change_what_was_asked_for():
 
 
 def test_ids_renamed_in_one_segment_throughout_align_but_one_differing_id_does_not():
-    from agents.experience.screen import Signature, aligned
+    from agents.brain.experience.screen import Signature, aligned
 
     def sig(*tokens):
         return Signature(frozenset(tokens), (), "|".join(sorted(tokens)))

@@ -3,8 +3,8 @@ start screen and the person-verified actions (D-PoT §5.5; issue 25) — through
 experience layer, against the local OpenAI-compatible test server."""
 from __future__ import annotations
 
-from agents.experience.layer import ExperienceBackend
-from agents.experience.memory import Episode, MemoryStore
+from agents.brain.experience.layer import ExperienceBackend
+from agents.brain.experience.memory import Episode, MemoryStore
 from tests.agents.fake_openai import FakeOpenAI, Reply
 from tests.agents.test_openai_backend import backend, make_ctx, prompt_text
 

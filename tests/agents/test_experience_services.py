@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agents import services
-from agents.backends.base import Proposal
-from agents.experience_store import app_summaries, forget_app
-from agents.models import ExperienceEntry, Ticket
+from agents.runtime import services
+from agents.brain.backends.base import Proposal
+from agents.runtime.experience_store import app_summaries, forget_app
+from agents.runtime.models import ExperienceEntry, Ticket
 from devices.actions import Action
 from devices.models import Device
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from agents.models import Ticket
-from agents.scoring import ScoredAction, parse_scored_action
+from agents.runtime.models import Ticket
+from agents.brain.scoring import ScoredAction, parse_scored_action
 from devices.actions import action_to_text, validate_action
 from tests.frontend.review_data import run_episodes
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from agents import services
-from agents.models import Step, StepStatus, Task, TaskStatus
+from agents.runtime import services
+from agents.runtime.models import Step, StepStatus, Task, TaskStatus
 from devices.actions import TERMINAL_TYPES
 from devices.durability import read_action_log
 from devices.models import Device
@@ -120,7 +120,7 @@ def test_a_worker_killed_whole_mid_action_is_recovered_within_the_bound(demo, st
 
 
 def test_a_device_host_killed_keeps_the_phone_and_tells_the_user(demo, stack):
-    from agents.models import Message, Ticket
+    from agents.runtime.models import Message, Ticket
     from devices.actions import Action
     from devices.host import get_device_client
 

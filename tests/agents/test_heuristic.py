@@ -1,9 +1,9 @@
 """The offline heuristic backend: what it proposes and how sure it is, on hand-built screens."""
 from __future__ import annotations
 
-from agents.backends import get_backend
-from agents.backends.base import StepContext
-from agents.backends.heuristic import HeuristicBackend, extract_text, parse_intent
+from agents.brain.backends import get_backend
+from agents.brain.backends.base import StepContext
+from agents.brain.backends.heuristic import HeuristicBackend, extract_text, parse_intent
 from devices.actions import CLICK, COMPLETE, IMPOSSIBLE, OPENAPP, PRESS_ENTER, TYPE
 from devices.protocol import AppInfo
 from tests.agents.screens import (
@@ -575,8 +575,8 @@ def test_a_label_stating_the_opposite_state_does_not_finish_the_step() -> None:
     """A control that states the sub-goal's verb as done finishes it ("Starred" for
     "star the email"); "Signed in" does not finish "sign my Pixel out" — the particle is
     part of the verb (cloud's sign-out failed on it, alone, while the rule was new)."""
-    from agents.backends.heuristic import read_screen
-    from agents.backends.heuristic.toggles import state_shows
+    from agents.brain.backends.heuristic import read_screen
+    from agents.brain.backends.heuristic.toggles import state_shows
 
     def shows(goal: str, *labels: str) -> bool:
         s = ScreenBuilder("com.example.mail")

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import pytest
 
-from agents import loop
-from agents.backends.heuristic import HeuristicBackend
-from agents.backends.steppers import find_steppers, stepper_target
-from agents.episode import EpisodeMemory
+from agents.brain import loop
+from agents.brain.backends.heuristic import HeuristicBackend
+from agents.brain.backends.steppers import find_steppers, stepper_target
+from agents.evaluation.episode import EpisodeMemory
 from devices.actions import CLICK, COMPLETE, Action
 from devices.sim import SimDevice
 from tests.devices.sim_helpers import hand_built, tap_text
@@ -298,8 +298,8 @@ def test_a_set_stepper_is_not_done_while_a_button_of_any_words_may_save_it(tmp_p
     ("put me on the waitlist", "click", None),
 ])
 def test_put_on_is_a_switch_only_when_nothing_is_put_somewhere(goal, kind, target) -> None:
-    from agents.backends.heuristic import parse_intent
-    from agents.planning import split_goal
+    from agents.brain.backends.heuristic import parse_intent
+    from agents.brain.planning import split_goal
 
     intent = parse_intent(split_goal(goal)[-1])
     assert intent.kind == kind

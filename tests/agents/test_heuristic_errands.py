@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from agents import loop
-from agents.backends.heuristic import HeuristicBackend
-from agents.episode import EpisodeMemory
-from agents.evaluation import _find_task, _load_suite, _sim_device
+from agents.brain import loop
+from agents.brain.backends.heuristic import HeuristicBackend
+from agents.evaluation.episode import EpisodeMemory
+from agents.evaluation.suites import _find_task, _load_suite, _sim_device
 from devices.actions import CLICK, COMPLETE, OPENAPP, TYPE, Action
 
 GAMMA = 4.0

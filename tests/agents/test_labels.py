@@ -14,10 +14,10 @@ import pytest
 from django.apps import apps
 from django.core.management import call_command
 
-from agents import services
-from agents.backends.base import Proposal
-from agents.models import Step, Ticket, TrainingRecord
-from agents.training.relabel import relabel
+from agents.runtime import services
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import Step, Ticket, TrainingRecord
+from agents.runtime.training.relabel import relabel
 from devices.actions import Action
 from devices.models import Device
 from tests.conftest import ScriptedBackend

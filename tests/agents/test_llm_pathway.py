@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from agents.backends.openai import OpenAIBackend, parse_element_ids
+from agents.brain.backends.openai import OpenAIBackend, parse_element_ids
 from tests.agents.fake_openai import FakeOpenAI, Reply
 from tests.agents.test_openai_backend import WIFI_ANSWER, backend, make_ctx, prompt_text
 

@@ -1,8 +1,8 @@
-"""The gate's guards (agents/loop.py) on hand-built screens."""
+"""The gate's guards (agents/brain/loop.py) on hand-built screens."""
 from __future__ import annotations
 
-from agents import loop
-from agents.backends.base import Proposal
+from agents.brain import loop
+from agents.brain.backends.base import Proposal
 from devices.actions import Action
 from tests.agents.screens import ScreenBuilder, ctx, entry
 

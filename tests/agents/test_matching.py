@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.matching import (
+from agents.brain.matching import (
     GoldAction, actions_match, app_names_match, normalise_text, point_distance, stem,
 )
 from devices.actions import Action, Screen

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents.metrics import (
+from agents.brain.metrics import (
     METRIC_KEYS, Confusion, StepLabel, TaskRecord, ToggleOutcome, relative_efficiency,
     step_metrics, summarize, task_metrics, toggle_metrics,
 )

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.metrics import Proportion, logged_decision_metrics, wilson_interval
+from agents.brain.metrics import Proportion, logged_decision_metrics, wilson_interval
 
 
 def test_the_wilson_interval_matches_the_textbook_values():

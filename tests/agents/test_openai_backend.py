@@ -13,10 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from PIL import Image, ImageDraw
 
-from agents.backends import get_backend
-from agents.backends.base import HistoryEntry, StepContext
-from agents.backends.openai import PROMPTS_DIR, OpenAIBackend, llm_configured
-from agents.confidence import Calibration
+from agents.brain.backends import get_backend
+from agents.brain.backends.base import HistoryEntry, StepContext
+from agents.brain.backends.openai import PROMPTS_DIR, OpenAIBackend, llm_configured
+from agents.brain.confidence import Calibration
 from devices.actions import Action
 from devices.protocol import AppInfo, Observation
 from devices.uitree import UINode

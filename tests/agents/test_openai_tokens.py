@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from agents import tokens
-from agents.tokens import (
+from agents.brain import tokens
+from agents.brain.tokens import (
     TokenUsage, approx_token_count, count_message_tokens, count_tokens, image_tokens,
     measure_call, tokenizer_name, usage_from_response,
 )

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 
-from agents import services
-from agents.backends.base import Proposal
+from agents.runtime import services
+from agents.brain.backends.base import Proposal
 from devices.actions import Action
 from devices.models import Device
 from tests.websockets import connect

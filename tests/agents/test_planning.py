@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from agents.planning import (
+from agents.brain.planning import (
     ReferenceIndex, compact_history, estimate_tokens, react_history, split_goal,
 )
-from agents.recommend import format_elements
+from agents.brain.recommend import format_elements
 from tests.agents.screens import HEIGHT, WIDTH, entry, settings_screen
 
 HISTORY = [

@@ -9,7 +9,7 @@ from django.core.files.storage import default_storage
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from agents.models import Step, Task, Ticket, TrainingRecord
+from agents.runtime.models import Step, Task, Ticket, TrainingRecord
 from devices.models import Device
 from tests.frontend.review_data import run_episodes
 

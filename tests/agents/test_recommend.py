@@ -1,10 +1,10 @@
 """Component Recommendation (RecAgent §3.3): recall the target, cut the list, honour exclusions."""
 from __future__ import annotations
 
-from agents.planning import estimate_tokens
-from agents.elements import is_candidate, node_label
-from agents.recommend import format_elements, recommend
-from agents.text import tokens
+from agents.brain.planning import estimate_tokens
+from agents.brain.elements import is_candidate, node_label
+from agents.brain.recommend import format_elements, recommend
+from agents.brain.text import tokens
 from tests.agents.screens import HEIGHT, WIDTH, settings_screen
 
 BLUETOOTH = "com.android.settings:id/bluetooth_switch"

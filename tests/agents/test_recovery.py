@@ -12,10 +12,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agents import services
-from agents.backends.base import Proposal
-from agents.models import Message, Step, StepStatus, Task, TaskStatus, Ticket, TicketStatus
-from agents.recovery import sweep_stalled_tasks
+from agents.runtime import services
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import Message, Step, StepStatus, Task, TaskStatus, Ticket, TicketStatus
+from agents.runtime.recovery import sweep_stalled_tasks
 from devices.actions import Action
 from devices.models import Device
 

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from agents import embeddings, services
-from agents.embeddings import load_embedder
-from agents.models import Task, TaskStatus
-from agents.planning import ReferenceIndex
+from agents.brain import embeddings
+from agents.runtime import services
+from agents.brain.embeddings import load_embedder
+from agents.runtime.models import Task, TaskStatus
+from agents.brain.planning import ReferenceIndex
 from devices.models import Device
 from tests.agents.fake_openai import FakeOpenAI
 
@@ -73,7 +74,7 @@ def test_without_sentence_transformers_installed_it_is_none(monkeypatch: pytest.
                                                             caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)
     name = "sentence-transformers/all-mpnet-base-v2"  # not the bundled model: needs the library
-    with caplog.at_level(logging.WARNING, logger="agents.embeddings"):
+    with caplog.at_level(logging.WARNING, logger="agents.brain.embeddings"):
         assert load_embedder({"KAIROS_EMBEDDING_MODEL": name}) is None
         assert load_embedder({"KAIROS_EMBEDDING_MODEL": name}) is None
     assert len([r for r in caplog.records if "TF-IDF" in r.getMessage()]) == 1  # logged once

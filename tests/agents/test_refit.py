@@ -9,10 +9,10 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
-from agents import learning, services
-from agents.backends.base import Proposal
-from agents.calibration.gate import find_calibrator
-from agents.models import CalibratorVersion, Ticket, TicketStatus
+from agents.runtime import learning, services
+from agents.brain.backends.base import Proposal
+from agents.brain.calibration.gate import find_calibrator
+from agents.runtime.models import CalibratorVersion, Ticket, TicketStatus
 from devices.actions import Action
 from devices.models import Device
 from frontend.models import AuditEntry
@@ -170,7 +170,7 @@ def test_beat_runs_the_nightly_refit_with_a_task_the_workers_know():
 def test_an_owners_yes_labels_the_steps_that_acted_alone_and_a_no_labels_none(demo):
     """Verdicts are labels too (issue 24, items 3–4): a "yes" confirms every step of the
     episode that acted alone; a "no" says none of them was surely right, so none counts."""
-    from agents.models import DecidedBy, Step, StepStatus, Task, TaskStatus
+    from agents.runtime.models import DecidedBy, Step, StepStatus, Task, TaskStatus
 
     def episode(instruction: str) -> Task:
         task = Task.objects.create(owner=demo["user"], device=Device.objects.get(name="sim-1"),

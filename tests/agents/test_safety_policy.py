@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from agents import loop
-from agents.backends.base import HistoryEntry, Proposal, StepContext
-from agents.backends.heuristic import HeuristicBackend
-from agents.evaluation import evaluate_suite
-from agents.safety import PolicyError, load_policy
+from agents.brain import loop
+from agents.brain.backends.base import HistoryEntry, Proposal, StepContext
+from agents.brain.backends.heuristic import HeuristicBackend
+from agents.evaluation.suites import evaluate_suite
+from agents.brain.safety import PolicyError, load_policy
 from devices.actions import Action
 from devices.sim import SimDevice
 from tests.devices.sim_helpers import hand_built, node, tap_text

@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agents import scoring
-from agents.scoring import (
+from agents.brain import scoring
+from agents.brain.scoring import (
     ParseError, ScoredAction, find_score_span, parse_clarification, parse_plan, parse_score,
     parse_scored_action,
 )

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agents import services
-from agents.backends.base import Proposal
-from agents.models import DecidedBy, Step, StepStatus, Task, TaskStatus, Ticket, TicketStatus
+from agents.runtime import services
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import DecidedBy, Step, StepStatus, Task, TaskStatus, Ticket, TicketStatus
 from devices.actions import Action
 from devices.models import Device
 

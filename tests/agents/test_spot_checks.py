@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from agents import services
-from agents.backends.base import Proposal
-from agents.models import StepStatus, Task, Ticket, TicketStatus
-from agents.spot_checks import SPOT_CHECK_NOTE, rate_interval, spot_check
+from agents.runtime import services
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import StepStatus, Task, Ticket, TicketStatus
+from agents.brain.spot_checks import SPOT_CHECK_NOTE, rate_interval, spot_check
 from devices.actions import Action
 from devices.models import Device
 from tests.frontend.review_data import Committed
@@ -159,9 +159,9 @@ def test_admins_set_a_phones_share_on_the_calibration_page(client, demo):
 
 
 def test_evaluate_asks_no_spot_checks_even_when_the_installation_does(settings):
-    """``evaluate`` runs the pure episode loop (agents/episode.py), which has no spot
+    """``evaluate`` runs the pure episode loop (agents/evaluation/episode.py), which has no spot
     checks: its interventions are the gate's alone, whatever KAIROS_SPOT_CHECK says."""
-    from agents.evaluation import evaluate_suite
+    from agents.evaluation.suites import evaluate_suite
 
     settings.KAIROS_SPOT_CHECK = 1.0
     result = evaluate_suite("toggles", "heuristic", [0], tasks=["wifi_on", "wifi_off"])

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from agents.backends.base import Proposal, StepContext
-from agents.backends.openai import OpenAIBackend
-from agents.datasets import DatasetError, load_aitz, load_star
-from agents.evaluation import evaluate_dataset, format_table
+from agents.brain.backends.base import Proposal, StepContext
+from agents.brain.backends.openai import OpenAIBackend
+from agents.evaluation.datasets import DatasetError, load_aitz, load_star
+from agents.evaluation.suites import evaluate_dataset, format_table
 from devices.actions import Action
 from tests.agents.fake_openai import FakeOpenAI, Reply
 
@@ -152,7 +152,7 @@ def test_records_without_a_box_are_judged_by_distance_from_their_click_coordinat
     """StaR's real file has records with ``bbox: null``, ``useBbox: false`` and a
     ``clickCoordinate``: App. A.2 then judges a click by its distance alone — 4 % of the
     screen for a toggle, 14 % for anything else."""
-    from agents.matching import actions_match
+    from agents.brain.matching import actions_match
 
     problems: list = []
     episodes = {e.id: e.steps[0] for e in load_star(NOBOX, problems)}

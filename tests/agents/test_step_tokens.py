@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from agents import services
-from agents.models import Step, StepStatus
+from agents.runtime import services
+from agents.runtime.models import Step, StepStatus
 from devices.models import Device
 from tests.agents.fake_openai import Reply
 

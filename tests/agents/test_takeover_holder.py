@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth.models import Group, User
 
-from agents.backends.base import Proposal
-from agents.models import Task, TaskStatus
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import Task, TaskStatus
 from devices.actions import Action
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from agents import services
-from agents.backends.base import Proposal
-from agents.models import Step, Task, TaskStatus, Ticket
+from agents.runtime import services
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import Step, Task, TaskStatus, Ticket
 from devices.actions import Action
 from devices.models import Device
 from frontend.models import ApiToken
@@ -109,7 +109,7 @@ def test_a_hand_back_cancels_an_input_the_phone_never_got(demo, taken_over, phon
 
 
 def test_the_sweep_settles_orphaned_inputs_but_not_one_being_sent(demo, taken_over, phones):
-    from agents.recovery import sweep_stalled_tasks
+    from agents.runtime.recovery import sweep_stalled_tasks
 
     orphan = left_by_a_dead_server(taken_over, phones, Action("OPENAPP", app="Clock"),
                                    acted=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.evaluation import evaluate_suite
+from agents.evaluation.suites import evaluate_suite
 
 
 @pytest.mark.parametrize("suite", ["toggles", "complex", "everyday"])

@@ -8,8 +8,8 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group, User
 
-from agents import services
-from agents.models import Message, Task, TaskStatus, Ticket, TicketStatus
+from agents.runtime import services
+from agents.runtime.models import Message, Task, TaskStatus, Ticket, TicketStatus
 from devices.models import Device
 from tests.websockets import connect
 

@@ -36,7 +36,7 @@ from collections import Counter
 import httpx
 import pytest
 
-from agents.models import StepStatus, Task, TicketStatus
+from agents.runtime.models import StepStatus, Task, TicketStatus
 from devices.actions import TERMINAL_TYPES
 from devices.durability import read_action_log
 from devices.models import Device
@@ -404,7 +404,7 @@ def _input_killed_midway(stack: Stack, base: str, http: httpx.Client, task_id: s
 
 
 def _open_ticket(task_id: str):
-    from agents.models import Ticket
+    from agents.runtime.models import Ticket
 
     def ticket():
         task = Task.objects.get(id=task_id)
@@ -530,7 +530,7 @@ def test_a_question_reaches_operators_when_the_worker_dies_while_it_waits(demo,
     """The agent asks the user which Sam; the worker holding the question's delayed
     hand-off is killed whole and restarted. The question is with operators within
     KAIROS_CLARIFICATION_TIMEOUT plus the sweep's bound, and only once."""
-    from agents.models import Message, Ticket
+    from agents.runtime.models import Message, Ticket
 
     stack, http = question_stack
     created = http["user"].post("/api/tasks", json={

@@ -12,9 +12,9 @@ import threading
 
 import pytest
 
-from agents import services
-from agents.backends.base import Proposal
-from agents.models import TaskStatus, TicketReason
+from agents.runtime import services
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import TaskStatus, TicketReason
 from devices.actions import Action
 from devices.adb.driver import AdbDevice
 from devices.host import DeviceError, DeviceHost, LocalDeviceClient, RedisDeviceClient, \

@@ -72,7 +72,7 @@ def test_turn_on_bluetooth_from_the_screenshot_when_the_tree_cannot_be_read(rig)
     assert phone.sim.state_vars["settings.bluetooth"] is True
     assert result["status"] == "succeeded", result
     assert not any(c.startswith("cat /sdcard") for c in phone.commands if "uiautomator" in c)
-    from agents.models import Step
+    from agents.runtime.models import Step
 
     steps = Step.objects.filter(task__device__name=phone.serial).order_by("index")
     # what the operator's element list and the logs show: the detected elements

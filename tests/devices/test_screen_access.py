@@ -7,8 +7,8 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import Group, User
 
-from agents import services
-from agents.models import Task
+from agents.runtime import services
+from agents.runtime.models import Task
 from devices.models import Device
 from devices.streaming import device_group
 from tests.websockets import connect
@@ -63,7 +63,7 @@ async def test_an_operator_keeps_watching_when_tasks_change(demo, inline_steps):
 
 
 async def test_an_end_user_with_only_a_queued_task_is_refused(demo):
-    from agents.models import TaskStatus
+    from agents.runtime.models import TaskStatus
 
     task = await database_sync_to_async(services.create_task)(
         demo["user"], await database_sync_to_async(Device.objects.get)(name="sim-2"),

@@ -76,8 +76,8 @@ def test_a_missing_or_useless_tree_is_merged_with_what_the_screenshot_shows(tree
 
 
 def test_the_evidence_says_a_step_was_decided_on_detected_elements() -> None:
-    from agents.backends.heuristic import HeuristicBackend
-    from agents.backends.base import StepContext
+    from agents.brain.backends.heuristic import HeuristicBackend
+    from agents.brain.backends.base import StepContext
     from devices.protocol import Observation
 
     obs = _screen("Connected devices")

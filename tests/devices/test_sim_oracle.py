@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.backends.base import StepContext
-from agents.backends.oracle import OracleBackend
+from agents.brain.backends.base import StepContext
+from agents.brain.backends.oracle import OracleBackend
 from devices.actions import Action
 from devices.sim import NoPathError, Oracle, SimDevice, bundled_suite_names, find_suite
 from tests.devices.sim_helpers import hand_built, node

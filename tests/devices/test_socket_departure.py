@@ -14,7 +14,7 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 
-from agents import events
+from agents.runtime import events
 from kairos_web.asgi import application
 from tests.websockets import session_headers
 

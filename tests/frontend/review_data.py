@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from django.test import TestCase
 
-from agents import services
-from agents.backends.base import Proposal
-from agents.models import Task, Ticket
+from agents.runtime import services
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import Task, Ticket
 from devices.actions import Action
 from devices.models import Device
 

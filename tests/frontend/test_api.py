@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from agents.backends.base import Proposal
-from agents.models import Ticket
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import Ticket
 from devices.actions import Action
 from frontend.models import ApiToken
 

@@ -13,7 +13,7 @@ import json
 import pytest
 from django.contrib.auth.models import User
 
-from agents.models import Task
+from agents.runtime.models import Task
 from devices.host import DeviceError, LocalDeviceClient, set_device_client
 from devices.models import Device
 
@@ -66,7 +66,7 @@ class UnreachableDeviceClient(LocalDeviceClient):
 
 
 def _taken_over_task(api, phones, inline_steps, scripted):
-    from agents.backends.base import Proposal
+    from agents.brain.backends.base import Proposal
     from devices.actions import Action
 
     scripted([lambda ctx: Proposal(Action("CLICK", x=100, y=100), confidence=1.0)])
@@ -208,7 +208,7 @@ def test_a_body_that_is_not_a_json_object_is_a_400(client, demo, raw, content_ty
 
 def test_fields_added_to_the_shared_summaries_reach_the_api(api, phones, inline_steps):
     """The response schemas name the documented fields and pass the others through."""
-    from agents import events
+    from agents.runtime import events
 
     _, task = api("post", "/api/tasks", user="user",
                   body={"instruction": "Turn on Wi-Fi", "device": "sim-1"})

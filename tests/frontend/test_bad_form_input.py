@@ -6,7 +6,7 @@ import pytest
 from django.contrib.messages import get_messages
 from django.test import Client
 
-from agents.models import Message, Task
+from agents.runtime.models import Message, Task
 from tests.world import build_world
 
 pytestmark = pytest.mark.django_db

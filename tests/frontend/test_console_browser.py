@@ -308,7 +308,7 @@ def test_a_take_over_tap_lands_on_the_element_under_the_pointer(
     # An element of the (unchanged) screen, visible in the window as the page stands.
     nodes = json.loads(kairos_server.manage("shell", "-c", (
         "import json\n"
-        "from agents.models import Ticket\n"
+        "from agents.runtime.models import Ticket\n"
         "from devices.uitree import nodes_from_json\n"
         f"step = Ticket.objects.get(id='{ticket_id}').step\n"
         "print(json.dumps([n.center for n in nodes_from_json(step.ui_nodes) if n.clickable]))\n")).splitlines()[-1])

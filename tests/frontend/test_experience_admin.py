@@ -9,9 +9,9 @@ import re
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from agents.experience.memory import CONFIRM, CONTRADICT, MemoryStore, remember, step_key
-from agents.experience_store import DbStore
-from agents.models import ExperienceEntry
+from agents.brain.experience.memory import CONFIRM, CONTRADICT, MemoryStore, remember, step_key
+from agents.runtime.experience_store import DbStore
+from agents.runtime.models import ExperienceEntry
 from devices.actions import Action
 from devices.sim import SimDevice, find_suite
 from frontend.models import AuditEntry
@@ -102,7 +102,7 @@ def test_export_then_import_seeds_another_installation(client, demo, learned):
         "entries": [0, 3]}
     assert AuditEntry.objects.filter(action="experience.export").exists()
     # the imported memory works: the same lookup as before the round trip
-    from agents.experience.memory import lookup, step_key
+    from agents.brain.experience.memory import lookup, step_key
 
     prev = step_key(Action("OPENAPP", app="Homely"), "", "switch the kitchen light on")
     best = lookup(DbStore(), APP, learned, "switch the kitchen light on", prev=prev).best
@@ -148,11 +148,11 @@ def test_export_needs_an_app_that_was_learned(client, demo, learned):
 
 def test_memory_store_and_database_store_agree(learned):
     """The same remembered steps match the same way in memory and in the database."""
-    from agents.experience.memory import lookup, step_key
+    from agents.brain.experience.memory import lookup, step_key
 
     store = MemoryStore()
     for row in ExperienceEntry.objects.all():
-        from agents.experience.memory import Entry
+        from agents.brain.experience.memory import Entry
 
         store.add(Entry.from_json({"app": row.app, "signature": row.signature,
                                    "tokens": row.tokens, "fields": row.fields,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from agents.models import Task
+from agents.runtime.models import Task
 from devices.models import Device
 
 pytestmark = pytest.mark.django_db

@@ -14,9 +14,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from agents import services
-from agents.backends.base import Proposal
-from agents.models import Task, TaskStatus
+from agents.runtime import services
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import Task, TaskStatus
 from devices.actions import Action
 from devices.models import Device
 

@@ -21,7 +21,7 @@ SEED = """
 from datetime import timedelta
 from django.contrib.auth.models import User
 from django.utils import timezone
-from agents import learning
+from agents.runtime import learning
 from tests.agents.learning_data import consistent, history, labelled_step
 operator = User.objects.get(username="operator")
 # 01:00 five days ago: the first labels span 12 hours and the next day's 5, so each set

@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from agents.learning import SPOT_CHECK
-from agents.metrics import wilson_interval
-from agents.models import Decision, Ticket, TicketStatus
+from agents.runtime.learning import SPOT_CHECK
+from agents.brain.metrics import wilson_interval
+from agents.runtime.models import Decision, Ticket, TicketStatus
 from tests.agents.learning_data import labelled_step
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ from django.contrib.auth.models import User
 from django.core.files.base import ContentFile
 from django.test import Client
 
-from agents import services
-from agents.models import Step
+from agents.runtime import services
+from agents.runtime.models import Step
 from devices.models import Device
 from frontend.models import ApiToken
 
@@ -41,7 +41,7 @@ def test_the_owner_and_operators_see_the_screenshot(demo, screenshot_url):
 
 
 def test_the_screenshot_url_of_the_api_works_with_the_bearer_token(api, demo, screenshot_url):
-    from agents.models import Task
+    from agents.runtime.models import Task
 
     task = Task.objects.get()
     status, body = api("get", f"/api/tasks/{task.id}", user="user")

@@ -7,9 +7,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
-from agents.backends.base import Proposal
-from agents.models import Task, TaskStatus, Ticket
-from agents.recovery import sweep_stalled_tasks
+from agents.brain.backends.base import Proposal
+from agents.runtime.models import Task, TaskStatus, Ticket
+from agents.runtime.recovery import sweep_stalled_tasks
 from devices.actions import Action
 from frontend.models import AuditEntry
 
@@ -139,7 +139,7 @@ def test_at_caution_0_an_agent_going_round_in_circles_asks_a_person_within_12_st
 
 
 def test_the_no_progress_guard_lets_the_agent_finish_or_wait():
-    from agents import loop
+    from agents.brain import loop
     from devices.actions import Action
 
     assert loop.no_progress(Action("SCROLL", direction="UP"), 2)

@@ -256,7 +256,7 @@ def test_the_queue_puts_sensitive_and_old_first_warns_when_late_notifies_and_mov
     newer_id = newer_row.get_attribute("data-ticket-id")
     older_id = older_row.get_attribute("data-ticket-id")
     kairos_server.manage("shell", "-c", (
-        "from agents.models import Ticket\n"
+        "from agents.runtime.models import Ticket\n"
         f"Ticket.objects.filter(id='{newer_id}').update(reason='sensitive_action')\n"))
     page.reload()
     expect(rows.first).to_have_attribute("data-ticket-id", newer_id)

@@ -45,9 +45,9 @@ def test_operators_see_the_console_and_admins_the_review(client, demo):
 @pytest.mark.django_db(transaction=True)
 def test_only_an_admin_reassigns_a_ticket_and_only_to_an_operator(client, demo, scripted,
                                                                    inline_steps):
-    from agents import services
-    from agents.backends.base import Proposal
-    from agents.models import Ticket
+    from agents.runtime import services
+    from agents.brain.backends.base import Proposal
+    from agents.runtime.models import Ticket
     from devices.actions import Action
     from devices.models import Device
 

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from agents import services
-from agents.models import Task
+from agents.runtime import services
+from agents.runtime.models import Task
 from devices.models import Device
 from frontend.models import ApiToken, AuditEntry
 from tests.frontend.review_data import run_episodes

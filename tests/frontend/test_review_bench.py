@@ -7,7 +7,7 @@ import json
 import pytest
 from django.core.management import call_command
 
-from agents.models import Task
+from agents.runtime.models import Task
 
 pytestmark = pytest.mark.django_db
 

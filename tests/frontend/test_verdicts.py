@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from agents import services
-from agents.models import Step, Task
+from agents.runtime import services
+from agents.runtime.models import Step, Task
 from devices.models import Device
 from tests.frontend.review_data import run_episodes
 

@@ -35,7 +35,7 @@ def main() -> None:
             sys.stdout.flush()
 
     phone.on_sent = lambda pts, at: say(f"sent {pts} {at:.6f}")
-    from devices.bench_stream import focus_text_field  # pure: the device protocol only
+    from agents.evaluation.bench.stream import focus_text_field  # pure: the device protocol only
 
     focus_text_field(sim)
     say(f"serial {phone.serial}")
