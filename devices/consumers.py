@@ -7,25 +7,17 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
+from access.errors import ServiceError
+from access.roles import is_operator
 from devices.host import DeviceError, get_device_client
 from devices.models import Device
+from devices.occupancy import occupancy
 from devices.sockets import (
     CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED, KairosJsonConsumer,
 )
 from devices.streaming import device_group
 
 logger = logging.getLogger(__name__)
-
-
-def owns_a_task_on_screen(user: Any, device_id: Any) -> bool:
-    """Whether an end user's task is on this phone now (so they may watch it).
-
-    A queued task waits for the phone and shows nothing of the task on it.
-    """
-    from agents.runtime.models import ACTIVE_TASK_STATUSES, TaskStatus
-
-    return Device.objects.filter(id=device_id, tasks__owner=user, tasks__status__in=[
-        s for s in ACTIVE_TASK_STATUSES if s != TaskStatus.QUEUED]).exists()
 
 
 def _viewable_device(user: Any, device_id: Any) -> tuple[Device, bool] | int:
@@ -35,14 +27,12 @@ def _viewable_device(user: Any, device_id: Any) -> tuple[Device, bool] | int:
     One trip to the database thread: every consumer's ORM work queues on that one thread,
     and a grid of viewers connecting at once must each get its first frame quickly.
     """
-    from agents.runtime.services import is_operator
-
     device = Device.objects.filter(id=device_id).first()
     if device is None:
         return CLOSE_NOT_FOUND
     if is_operator(user):
         return device, True
-    if owns_a_task_on_screen(user, device.id):
+    if occupancy().on_screen_for(user, device.id):
         return device, False
     return CLOSE_FORBIDDEN
 
@@ -56,7 +46,7 @@ class ScreenConsumer(KairosJsonConsumer):
     overwritten and never sent.
 
     An end user may watch only while their task is on the phone: every change of a task
-    on this phone (``screen.access``, sent by ``agents.runtime.events.task_updated``) re-checks
+    on this phone (``screen.access``, sent when a task on it changes) re-checks
     that, before any later frame is sent, and closes the socket with 4403 when it no
     longer holds — the next user's task must not be seen.
     """
@@ -112,7 +102,7 @@ class ScreenConsumer(KairosJsonConsumer):
     async def screen_access(self, message: dict[str, Any]) -> None:
         if self.is_operator or getattr(self, "closed", False):
             return
-        allowed = await database_sync_to_async(owns_a_task_on_screen)(
+        allowed = await database_sync_to_async(occupancy().on_screen_for)(
             self.scope["user"], self.device.id)
         if not allowed:
             self.closed = True
@@ -148,8 +138,6 @@ class ScreenConsumer(KairosJsonConsumer):
                 return
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
-        from agents.runtime.services import ServiceError
-
         if getattr(self, "closed", False):
             return
         if not isinstance(content, dict) or content.get("type") != "input":
@@ -171,11 +159,4 @@ class ScreenConsumer(KairosJsonConsumer):
                               "action": step.executed_action, "changed": step.screen_changed})
 
     def _input(self, action: Any) -> Any:
-        from agents.runtime import services
-        from agents.runtime.models import Task, TaskStatus
-
-        task = Task.objects.select_related("device").filter(
-            device=self.device, status=TaskStatus.TAKEN_OVER).order_by("-updated_at").first()
-        if task is None:
-            raise services.Forbidden("no task on this device is taken over")
-        return services.operator_input(task, self.scope["user"], action)
+        return occupancy().take_over_input(self.device, self.scope["user"], action)

@@ -4,6 +4,8 @@ import uuid
 
 from django.db import models
 
+from devices.occupancy import occupancy
+
 
 class DeviceKind(models.TextChoices):
     SIM = "sim", "Simulated phone"
@@ -60,9 +62,7 @@ class Device(models.Model):
         The screen socket's access check asks this: only that task's owner (and operators)
         may watch the phone.
         """
-        from agents.runtime.models import Task  # agents builds on devices, not the other way
-
-        return Task.objects.driving(self).order_by("started_at").first()
+        return occupancy().driving(self)
 
     @property
     def live_status(self) -> str:

@@ -21,7 +21,8 @@ from django.utils.html import format_html
 from agents.runtime.models import InstallationSettings, Task, Ticket, TrainingRecord
 from devices.models import Device
 from frontend import services
-from frontend.models import ApiToken, AuditEntry
+from access.audit import AuditEntry
+from frontend.models import ApiToken
 
 
 class AuditedAdmin(admin.ModelAdmin):

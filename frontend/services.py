@@ -11,34 +11,10 @@ from typing import Any
 from django.db import transaction
 
 from agents.runtime.models import InstallationSettings
-from agents.runtime.services import ServiceError
+from access.audit import record_audit
+from access.errors import ServiceError
 from devices.models import Device
-from frontend.models import ApiToken, AuditEntry
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-safe form of a field value for the trail."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, (list, tuple, set)):
-        return sorted(_plain(v) for v in value)
-    return str(value)
-
-
-def record_audit(actor: Any, action: str, target: str,
-                 changes: dict[str, tuple[Any, Any]] | None = None, *,
-                 actor_name: str = "") -> AuditEntry | None:
-    """One line of the trail; ``changes`` maps a field to (before, after). Nothing is
-    recorded when ``changes`` were given and none of them is a change."""
-    given = changes is not None
-    changes = {k: [_plain(b), _plain(a)] for k, (b, a) in (changes or {}).items()
-               if _plain(b) != _plain(a)}
-    if given and not changes:
-        return None
-    user = actor if getattr(actor, "is_authenticated", False) else None
-    return AuditEntry.objects.create(
-        actor=user, actor_name=user.get_username() if user else actor_name, action=action,
-        target=target[:255], changes=changes)
+from frontend.models import ApiToken
 
 
 def check_gamma(value: Any) -> float | None:

@@ -11,6 +11,12 @@ class AgentsConfig(AppConfig):
     verbose_name = "Agents"
 
     def ready(self) -> None:
+        # The devices app asks who uses a phone through this (devices/occupancy.py).
+        from agents.runtime.occupancy import TaskOccupancy
+        from devices.occupancy import register
+
+        register(TaskOccupancy())
+
         # A broken KAIROS_SENSITIVE_POLICY must stop the server at start, not let the
         # first sensitive tap through or crash a step later.
         from agents.brain.safety import PolicyError, current_policy

@@ -316,7 +316,7 @@ class RollbackError(Exception):
 
 def rollback(actor: Any, version: CalibratorVersion) -> CalibratorVersion:
     """Make ``version`` the calibrator the gate reads (an admin's choice; audited)."""
-    from frontend.services import record_audit
+    from access.audit import record_audit
 
     if _pinned():
         raise RollbackError("KAIROS_CALIBRATOR pins the calibrator; unset it to choose a "

@@ -36,6 +36,7 @@ from devices.actions import (
 )
 from devices.adb import scrcpy
 from devices.adb.video import ScrcpySession
+from devices.android_apps import label_for_package
 from devices.protocol import AppInfo, DeviceInfo, Frame, Observation
 from devices.screenread import read_screen
 from devices.uitree import UINode, UITreeError, parse_uiautomator_xml
@@ -72,11 +73,9 @@ def attached_phones(client: Any) -> dict[str, str]:
 
 def label_for(package: str, label: str | None = None) -> str:
     """What the launcher calls ``package``: the phone's own label when it gives one, else
-    the usual label of a standard app (:mod:`agents.brain.appknowledge`), else its last word."""
+    the usual label of a standard app (:mod:`devices.android_apps`), else its last word."""
     if label:
         return label
-    from agents.brain.appknowledge import label_for_package  # pure data, no Django
-
     known = label_for_package(package)
     if known:
         return known
@@ -163,8 +162,6 @@ class AdbDevice:
         standard apps among the rest."""
         activities = parse_launcher_activities(self._shell(LAUNCHER_QUERY))
         if not activities:
-            from agents.brain.appknowledge import label_for_package
-
             def listed(flags: str) -> list[str]:
                 return [line.split(":", 1)[1].strip() for line in
                         self._shell(f"pm list packages {flags}".strip()).splitlines()

@@ -14,7 +14,7 @@ from agents.runtime.experience_store import (
     FORMAT, app_decisions, app_summaries, export_app, forget_app, import_experience,
 )
 from agents.runtime.models import ExperienceEntry, ExperienceOutcome
-from frontend.services import record_audit
+from access.audit import record_audit
 from frontend.views import admin_required
 
 MAX_UPLOAD = 64 * 1024 * 1024

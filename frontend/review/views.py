@@ -228,7 +228,7 @@ AUDIT_PAGE_SIZE = 50
 
 @admin_required
 def audit(request: HttpRequest) -> HttpResponse:
-    from frontend.models import AuditEntry
+    from access.audit import AuditEntry
 
     raw = request.GET.get("page", "1")
     error = ""

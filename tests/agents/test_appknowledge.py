@@ -2,7 +2,8 @@
 vendor's phone and by launcher label, never over a simulated app's own description."""
 from __future__ import annotations
 
-from agents.brain.appknowledge import known, knowledge, label_for_package, with_purposes
+from agents.brain.appknowledge import with_purposes
+from devices.android_apps import known, knowledge, label_for_package
 from agents.brain.backends.heuristic import HeuristicBackend
 from agents.brain.backends.base import StepContext
 from devices.protocol import AppInfo, Observation

@@ -15,7 +15,7 @@ from agents.brain.calibration.gate import find_calibrator
 from agents.runtime.models import CalibratorVersion, Ticket, TicketStatus
 from devices.actions import Action
 from devices.models import Device
-from frontend.models import AuditEntry
+from access.audit import AuditEntry
 from tests.agents.learning_data import SURE, UNSURE, consistent, history
 
 

@@ -147,7 +147,7 @@ def test_admins_set_a_phones_share_on_the_calibration_page(client, demo):
     assert Device.objects.get(name="sim-2").spot_check == 0.2
     page = client.get("/review/calibration/").content.decode()
     assert 'aria-label="spot-check share for sim-2"' in page and 'value="0.2"' in page
-    from frontend.models import AuditEntry
+    from access.audit import AuditEntry
     assert AuditEntry.objects.filter(action="spot_check.device").exists()
     bad = client.post("/review/calibration/", {"scope": "spot_check", "device": "sim-2",
                                               "share": "1.5"})

@@ -14,7 +14,7 @@ from agents.runtime.experience_store import DbStore
 from agents.runtime.models import ExperienceEntry
 from devices.actions import Action
 from devices.sim import SimDevice, find_suite
-from frontend.models import AuditEntry
+from access.audit import AuditEntry
 
 pytestmark = pytest.mark.django_db
 HOMELY = "devices/sim/suites/streams1_homely.yaml"

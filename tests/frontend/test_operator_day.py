@@ -11,7 +11,7 @@ from agents.brain.backends.base import Proposal
 from agents.runtime.models import Task, TaskStatus, Ticket
 from agents.runtime.recovery import sweep_stalled_tasks
 from devices.actions import Action
-from frontend.models import AuditEntry
+from access.audit import AuditEntry
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,8 @@ import pytest
 from agents.runtime import services
 from agents.runtime.models import Task
 from devices.models import Device
-from frontend.models import ApiToken, AuditEntry
+from access.audit import AuditEntry
+from frontend.models import ApiToken
 from tests.frontend.review_data import run_episodes
 
 pytestmark = pytest.mark.django_db

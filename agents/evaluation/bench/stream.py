@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any, Callable
 
 from agents.evaluation.bench.loop import AlternatingBackend, percentile
+from devices.focus import NoTextField, focus_text_field
 
 BENCH_DEVICE = "bench-sim"
 BENCH_OPERATOR = "bench-operator"
@@ -236,32 +237,6 @@ class NothingToMeasure(RuntimeError):
     """The bench could not set up what it measures (it would report 0 frames)."""
 
 
-def focus_text_field(phone: Any) -> None:
-    """Leave ``phone`` on a focused text field where every TYPE changes the screen.
-
-    Works through the device protocol only (observe/perform), so it serves any phone. Apps
-    may open behind a modal prompt (Maps asks for the location first) that swallows keys:
-    each app with a text field is tried, a prompt is dismissed with BACK, and the field is
-    accepted only once two different texts typed into it both changed the screen.
-    """
-    from devices.actions import Action
-
-    for app in phone.info.apps:
-        phone.perform(Action("PRESS_HOME"))
-        phone.perform(Action("OPENAPP", app=app.name))
-        for _ in range(3):
-            field = next((n for n in phone.observe().nodes if "Edit" in n.short_class), None)
-            if field is None:
-                break
-            phone.perform(Action("CLICK", x=field.center[0], y=field.center[1]))
-            if all(phone.perform(Action("TYPE", text=f"bench focus {n}")).changed
-                   for n in (1, 2)):
-                return
-            phone.perform(Action("PRESS_BACK"))  # a prompt in the way: dismiss it, retry
-    raise NothingToMeasure(f"no app on {phone.info.name} has a text field whose typing "
-                           "changes the screen; bench stream would measure 0 frames")
-
-
 def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
                  device: str = "sim", drive_hz: float = DRIVE_HZ) -> dict[str, Any]:
     """``device`` "sim": the simulator's frames straight to the fan-out. "adb-fake": the
@@ -285,6 +260,9 @@ def bench_stream(viewers: int = 1, seconds: float = 5.0, warmup: float = 1.0,
         phone = rig.phone
         try:
             focus_text_field(phone)
+        except NoTextField as exc:
+            rig.cleanup()
+            raise NothingToMeasure(f"{exc}; bench stream would measure 0 frames") from None
         except Exception:
             rig.cleanup()
             raise

@@ -25,6 +25,11 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from access.devices import access_device, usable_devices
+from access.errors import (
+    Conflict, DeviceUnavailable, Forbidden, NotFound, ServiceError, TooMany,
+)
+from access.roles import is_admin, is_operator
 from agents.brain import loop
 from agents.runtime import events
 from agents.brain.appknowledge import with_purposes
@@ -48,81 +53,6 @@ logger = logging.getLogger(__name__)
 
 MAX_INSTRUCTION_LENGTH = 2000
 MAX_MESSAGE_LENGTH = 2000
-
-
-class ServiceError(Exception):
-    """A refused request; views turn it into a JSON 4xx with ``detail``."""
-
-    status = 400
-
-    def __init__(self, detail: str):
-        super().__init__(detail)
-        self.detail = detail
-
-
-class NotFound(ServiceError):
-    status = 404
-
-
-class Forbidden(ServiceError):
-    status = 403
-
-
-class Conflict(ServiceError):
-    status = 409
-
-
-class TooMany(ServiceError):
-    status = 429
-
-
-class DeviceUnavailable(ServiceError):
-    """The phone did not answer: nothing is wrong with the request; try again later."""
-
-    status = 503
-
-
-# --- roles ---------------------------------------------------------------------------
-
-def is_operator(user: Any) -> bool:
-    return bool(user and user.is_authenticated and (
-        user.is_superuser or user.groups.filter(name__in=("operators", "admins")).exists()
-    ))
-
-
-def is_admin(user: Any) -> bool:
-    return bool(user and user.is_authenticated and (
-        user.is_superuser or user.groups.filter(name="admins").exists()
-    ))
-
-
-# --- access --------------------------------------------------------------------------
-
-def usable_devices(user: Any):
-    """The phones ``user`` may run tasks on: all for operators; for end users the phones
-    open to everyone (no users listed) and those listing them."""
-    devices = Device.objects.order_by("name")
-    if is_operator(user):
-        return devices
-    return devices.filter(Q(users=None) | Q(users=user)).distinct()
-
-
-def access_device(user: Any, ref: Any) -> Device:
-    """A device by id or name that ``user`` may run tasks on."""
-    if not isinstance(ref, str) or text_problem(ref) or len(ref) > 200:
-        raise NotFound("unknown device")
-    device = None
-    try:
-        device = Device.objects.filter(id=ref).first()
-    except Exception:  # not a UUID
-        device = None
-    if device is None:
-        device = Device.objects.filter(name=ref).first()
-    if device is None:
-        raise NotFound(f"unknown device '{str(ref)[:64]}'")
-    if not usable_devices(user).filter(id=device.id).exists():
-        raise Forbidden(f"you may not use device '{device.name}'")
-    return device
 
 
 def reset_to_home(user: Any, device: Device) -> Device:

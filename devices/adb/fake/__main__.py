@@ -17,6 +17,7 @@ import time
 
 from devices.actions import Action
 from devices.adb.fake.phone import FakePhone
+from devices.focus import focus_text_field
 from devices.sim import SimDevice
 
 
@@ -35,8 +36,6 @@ def main() -> None:
             sys.stdout.flush()
 
     phone.on_sent = lambda pts, at: say(f"sent {pts} {at:.6f}")
-    from agents.evaluation.bench.stream import focus_text_field  # pure: the device protocol only
-
     focus_text_field(sim)
     say(f"serial {phone.serial}")
     stop = threading.Event()
