@@ -17,6 +17,11 @@ Pure Python (no Django). One step, with the papers each part comes from:
 5. confidence — by the deployment's estimator (``agents.brain.confidence``), optionally
    calibrated, then compared with γ by the loop (Eq. 4).
 
+The backend's parts live next to it and are re-exported here: :mod:`.openai_client` (the
+endpoint: retries, deadlines, what a call cost), :mod:`.openai_prompts` (rendering the
+prompts, the screenshot as the model sees it) and :mod:`.openai_parsing` (the LLM
+recommendation pathway's answer).
+
 Prompts are the text files in ``agents/brain/prompts/`` (``$name`` placeholders), read on every
 call so they can be edited without a restart. :meth:`OpenAIBackend.propose` never
 raises: endpoint failures after bounded retries give ``model_error``, unreadable answers
@@ -24,44 +29,43 @@ raises: endpoint failures after bounded retries give ``model_error``, unreadable
 """
 from __future__ import annotations
 
-import base64
-import io
 import json
 import logging
 import os
-import random
 import re
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-import httpx
 import openai
-from PIL import Image, ImageDraw
 
 from agents.brain.backends.base import (
     Clarification, Proposal, StepContext, clamp_confidence,
 )
 from agents.brain.backends.evidence import context_evidence
+from agents.brain.backends.openai_client import (
+    RETRY_STATUSES, EndpointMixin, ModelCallError, RetryPolicy, _StepState,
+)
+from agents.brain.backends.openai_parsing import parse_element_ids
+from agents.brain.backends.openai_prompts import PromptMixin, screenshot_for_prompt
 from agents.brain.confidence import (
     Calibration, check_estimator, consistency_vote, logprob_score,
 )
 from agents.brain.planning import compact_history
-from agents.brain.prompting import PROMPTS_DIR, TOGGLE_GOAL_RE, render_prompt
+from agents.brain.prompting import PROMPTS_DIR
 from agents.brain.recommend import format_elements, recommend
 from agents.brain.scoring import (
-    ParseError, ScoredAction, find_score_span, parse_clarification, parse_json_object,
-    parse_plan, parse_score, parse_scored_action, strip_code_fences, with_element,
+    ParseError, ScoredAction, find_score_span, parse_clarification, parse_plan, parse_score,
+    parse_scored_action, with_element,
 )
-from agents.brain.tokens import TokenUsage, measure_call
+from agents.brain.tokens import TokenUsage
 from devices.actions import POINT_TYPES, Action, Screen, action_to_text
-from devices.deadline import DeadlinePassed, call_within
 from devices.uitree import UINode, node_at
 
 __all__ = [
     "OpenAIBackend", "ModelCallError", "RetryPolicy", "llm_configured", "parse_element_ids",
     "PROMPTS_DIR",
+    # re-exported from .openai_client and .openai_prompts
+    "RETRY_STATUSES", "screenshot_for_prompt",
 ]
 
 log = logging.getLogger(__name__)
@@ -70,9 +74,6 @@ DEFAULT_MODEL = "gpt-4o"
 PLANNING_MODES = ("inline", "separate")
 CLARIFY_MODES = ("inline", "separate", "off")
 TOGGLE_NOTE_MODES = ("auto", "always", "never")
-# Status codes worth another try: rate limits, server errors, and the two transient 4xx
-# the openai client itself retries (request timeout, conflict).
-RETRY_STATUSES = frozenset({408, 409, 429})
 # The LLM recommendation pathway answers a short list of ids; a cap keeps a rambling
 # model from making that call as costly as the action call.
 RECOMMEND_MAX_TOKENS = 256
@@ -94,47 +95,6 @@ def configuration_problem(environ: Mapping[str, str] | None = None) -> str:
     return ("the openai backend is not configured on this server: set KAIROS_LLM_BASE_URL "
             "(an OpenAI-compatible endpoint; KAIROS_LLM_API_KEY for a hosted one) and "
             "restart it, or leave 'backend' out for the default")
-
-
-class ModelCallError(Exception):
-    """The endpoint failed and retries ran out (or the failure is not worth retrying)."""
-
-    def __init__(self, message: str, attempts: int, usage: TokenUsage | None = None):
-        super().__init__(message)
-        self.attempts = attempts
-        self.usage = usage or TokenUsage()
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Bounded exponential backoff: ``backoff · 2^attempt``, capped, with 10% jitter."""
-
-    max_retries: int = 3
-    backoff: float = 0.5
-    backoff_max: float = 8.0
-
-    def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        base = min(self.backoff_max, self.backoff * (2 ** attempt))
-        if retry_after is not None and retry_after > base:
-            base = min(self.backoff_max, retry_after)
-        return base + random.uniform(0, base * 0.1)
-
-
-@dataclass
-class _Call:
-    """One chat completion: the answers and what it cost."""
-
-    contents: list[str]
-    logprobs: list[Any]  # per choice: logprobs.content or None
-    usage: TokenUsage
-
-
-@dataclass
-class _StepState:
-    usage: TokenUsage = field(default_factory=TokenUsage)
-    calls: int = 0
-    notes: list[str] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _env(environ: Mapping[str, str], name: str, default: str | None = None) -> str | None:
@@ -163,7 +123,7 @@ def _normalise_question(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
-class OpenAIBackend:
+class OpenAIBackend(PromptMixin, EndpointMixin):
     """Proposes actions with an OpenAI-compatible multimodal chat model.
 
     Every argument defaults to its environment variable (docs/models.md), then to the
@@ -254,183 +214,6 @@ class OpenAIBackend:
         self.prompts_dir = Path(prompts_dir or _env(env, "KAIROS_PROMPTS_DIR") or PROMPTS_DIR)
         self.extra_body = dict(extra_body or {})
         self._client: openai.OpenAI | None = None
-
-    # --- the endpoint -------------------------------------------------------------------
-
-    @property
-    def client(self) -> openai.OpenAI:
-        if self._client is None:
-            if not self.api_key:
-                raise ModelCallError(
-                    "no API key: set KAIROS_LLM_API_KEY or OPENAI_API_KEY "
-                    "(or KAIROS_LLM_BASE_URL for a local server)", 0)
-            # Retries are ours (counted, logged, ending in a model_error ticket), so the
-            # client's own are off.
-            self._client = openai.OpenAI(
-                base_url=self.base_url,
-                api_key=self.api_key,
-                timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)),
-                max_retries=0,
-            )
-        return self._client
-
-    def _chat(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        model: str | None = None,
-        n: int = 1,
-        temperature: float | None = None,
-        logprobs: bool = False,
-        image_sizes: tuple[tuple[int, int], ...] = (),
-        max_tokens: int | None = None,
-    ) -> _Call:
-        """One chat completion with bounded retries; raises :class:`ModelCallError`."""
-        kwargs: dict[str, Any] = {
-            "model": model or self.model,
-            "messages": messages,
-            "temperature": self.temperature if temperature is None else temperature,
-            "max_tokens": self.max_tokens if max_tokens is None else max_tokens,
-        }
-        if n > 1:
-            kwargs["n"] = n
-        if logprobs:
-            kwargs["logprobs"] = True
-            kwargs["top_logprobs"] = self.top_logprobs
-        if self.extra_body:
-            kwargs["extra_body"] = self.extra_body
-        attempts = self.retry.max_retries + 1
-        last = ""
-        deadline = time.monotonic() + self.deadline
-        for attempt in range(attempts):
-            retry_after: float | None = None
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                last = f"{last}; no answer within the call's deadline of {self.deadline:g} s"
-                attempts = attempt
-                break
-            # The attempt is bounded by the request timeout, or by what is left of the
-            # call's deadline. A person reads the limit in a ticket: it names the configured
-            # value, never the few microseconds short of it that ``remaining`` is
-            # (issue 23, item 8: "within 1.99999 s").
-            by_deadline = remaining < self.timeout
-            bound = remaining if by_deadline else self.timeout
-            try:
-                client = self.client
-                response = call_within(bound, lambda: client.chat.completions.create(**kwargs),
-                                       name="model-call")
-            except DeadlinePassed:
-                # The abandoned request's thread ends at the server's next byte: its client
-                # is closed, and the next attempt opens a fresh one.
-                self._client = None
-                client.close()
-                if by_deadline:
-                    last = (f"timed out: no complete answer within {self.deadline:g} s"
-                            if attempt == 0 else "timed out: no complete answer within the "
-                            f"call's deadline of {self.deadline:g} s")
-                    attempts = attempt + 1
-                    break  # nothing of the deadline is left for another attempt
-                last = f"timed out: no complete answer within {self.timeout:g} s"
-            except openai.APIStatusError as exc:
-                last = f"HTTP {exc.status_code}: {_error_text(exc)}"
-                if logprobs and exc.status_code == 400 and "logprob" in last.lower():
-                    # Some servers refuse logprobs; the step still gets an answer and the
-                    # estimator falls back to the model's own score.
-                    kwargs.pop("logprobs", None)
-                    kwargs.pop("top_logprobs", None)
-                    logprobs = False
-                    continue
-                if exc.status_code not in RETRY_STATUSES and exc.status_code < 500:
-                    raise ModelCallError(last, attempt + 1) from None
-                retry_after = _retry_after(exc.response)
-            except openai.APITimeoutError:
-                last = f"timed out after {self.timeout:g} s"
-            except openai.APIConnectionError as exc:
-                last = f"connection failed: {exc.__cause__ or exc}"
-            except ModelCallError:
-                raise
-            except Exception as exc:  # noqa: BLE001 — a malformed body, a client bug
-                raise ModelCallError(f"unusable response: {type(exc).__name__}: {exc}", attempt + 1) from None
-            else:
-                return self._read(response, messages, image_sizes, model or self.model)
-            if attempt + 1 < attempts:
-                delay = min(self.retry.delay(attempt, retry_after),
-                            max(0.0, deadline - time.monotonic()))
-                log.warning("model call failed (%s); retry %d/%d in %.2f s",
-                            last, attempt + 1, self.retry.max_retries, delay)
-                time.sleep(delay)
-        raise ModelCallError(f"{last} (gave up after {attempts} attempts)", attempts)
-
-    def _read(self, response: Any, messages: list[dict[str, Any]],
-              image_sizes: tuple[tuple[int, int], ...], model: str) -> _Call:
-        choices = list(getattr(response, "choices", None) or [])
-        if not choices:
-            raise ModelCallError("the endpoint returned no choices", 1)
-        contents: list[str] = []
-        logprobs: list[Any] = []
-        for choice in choices:
-            message = getattr(choice, "message", None)
-            content = getattr(message, "content", None)
-            contents.append(content if isinstance(content, str) else "")
-            lp = getattr(choice, "logprobs", None)
-            logprobs.append(getattr(lp, "content", None) if lp is not None else None)
-        usage = measure_call(response, messages, contents, model, image_sizes)
-        return _Call(contents, logprobs, usage)
-
-    def _call(self, state: _StepState, messages: list[dict[str, Any]], **kwargs: Any) -> _Call:
-        state.calls += 1
-        result = self._chat(messages, **kwargs)
-        state.usage = state.usage + result.usage
-        return result
-
-    # --- prompts ------------------------------------------------------------------------
-
-    def render(self, template: str, **values: Any) -> str:
-        return render_prompt(template, self.prompts_dir, **values)
-
-    def _references(self, ctx: StepContext) -> str:
-        goals = [g.strip() for g in ctx.references if g and g.strip()]
-        parts = []
-        if goals:
-            parts.append(self.render("references",
-                                     reference_goals="\n".join(f"- {g}" for g in goals)))
-        episodes = self._episodes(ctx)
-        if episodes:
-            parts.append(self.render("experience", episodes=episodes))
-        return "\n".join(parts)
-
-    @staticmethod
-    def _episodes(ctx: StepContext) -> str:
-        """D-PoT §5.5 in full: the most similar earlier episodes' goals, start screens and
-        their person-verified actions (``StepContext.experience``, from the installation's
-        experience memory, ``agents.brain.experience.layer``)."""
-        blocks = []
-        for n, episode in enumerate(ctx.experience, 1):
-            if not isinstance(episode, dict) or not episode.get("goal"):
-                continue
-            actions = "; ".join(f"{i}. {a}" for i, a in enumerate(episode.get("actions") or [], 1))
-            blocks.append(f"Example {n}. Goal: {episode['goal']}\n"
-                          f"   Start screen: {episode.get('start') or '(unknown)'}\n"
-                          f"   Verified actions: {actions or '(none)'}")
-        return "\n".join(blocks)
-
-    def _wants_toggle_note(self, ctx: StepContext, nodes: list[UINode]) -> bool:
-        if self.toggle_note != "auto":
-            return self.toggle_note == "always"
-        return bool(TOGGLE_GOAL_RE.search(ctx.goal)) or any(n.checkable for n in nodes)
-
-    def _image_part(self, ctx: StepContext, nodes: list[UINode]) -> tuple[dict[str, Any], tuple[int, int]]:
-        image = screenshot_for_prompt(
-            ctx.observation.image, ctx.observation.width, ctx.observation.height,
-            long_side=self.image_long_side, marks=nodes if self.set_of_mark else (),
-        )
-        buffer = io.BytesIO()
-        image.save(buffer, format="JPEG", quality=90)
-        url = "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
-        part: dict[str, Any] = {"type": "image_url", "image_url": {"url": url}}
-        if self.image_detail:
-            part["image_url"]["detail"] = self.image_detail
-        return part, image.size
 
     # --- one step -----------------------------------------------------------------------
 
@@ -734,117 +517,3 @@ class OpenAIBackend:
             return None, state.usage, result.message
         return result, state.usage, None
 
-
-_ID_KEYS = ("ids", "id", "element_ids", "elements", "relevant", "relevant_ids",
-            "recommended", "recommendations")
-_ID_RE = re.compile(r"#?\s*(\d{1,7})")
-_MARK_RE = re.compile(r"#\s*(\d{1,7})\b")
-_ARRAY_RE = re.compile(r"\[[^\[\]]*\]")
-
-
-def parse_element_ids(text: Any, valid: set[int] | frozenset[int]) -> list[int]:
-    """Element ids (``#12`` → 12) from the LLM recommendation pathway's answer, in order.
-
-    Reads ``{"ids": [12, 3]}`` (or another list-valued key), a bare JSON list
-    (``[12, "#3"]``, ``[{"id": 12}]``) and, failing those, ``#12`` mentions in prose. Ids
-    not in ``valid`` are dropped, repeats kept once; anything unreadable gives ``[]``.
-    Never raises.
-    """
-    try:
-        body = strip_code_fences(text if isinstance(text, str) else "")[:20_000]
-        values: Any = None
-        data = parse_json_object(body)
-        if data is not None:
-            fields = {str(k).strip().lower().replace(" ", "_"): v for k, v in data.items()}
-            values = next((fields[k] for k in _ID_KEYS if k in fields), None)
-            if values is None:
-                values = next((v for v in fields.values() if isinstance(v, list)), None)
-        if values is None:
-            for span in _ARRAY_RE.findall(body):
-                try:
-                    loaded = json.loads(span)
-                except ValueError:
-                    continue
-                if isinstance(loaded, list):
-                    values = loaded
-                    break
-        if values is None:
-            values = _MARK_RE.findall(body)
-        if not isinstance(values, (list, tuple)):
-            values = [values]
-        out: list[int] = []
-        for item in values:
-            if isinstance(item, dict):
-                item = next((item[k] for k in ("id", "element", "index") if k in item), None)
-            index = _as_id(item)
-            if index is not None and index in valid and index not in out:
-                out.append(index)
-        return out
-    except Exception:  # noqa: BLE001 — the pathway contributes nothing, the step goes on
-        return []
-
-
-def _as_id(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str):
-        match = _ID_RE.fullmatch(value.strip())
-        return int(match.group(1)) if match else None
-    return None
-
-
-def screenshot_for_prompt(
-    image: Image.Image, width: int, height: int, *, long_side: int = 1024,
-    marks: list[UINode] | tuple[UINode, ...] = (),
-) -> Image.Image:
-    """The screenshot as the model sees it: RGB, optional Set-of-Mark boxes, downscaled.
-
-    ``width``/``height`` are device pixels (node bounds); the observation's image may be
-    smaller, so boxes are scaled. Marks are labelled ``#<node index>``, the ids the
-    element list uses (RecAgent Fig. 4's SoM view of the recommended elements).
-    """
-    out = image.convert("RGB")
-    if marks:
-        out = out.copy()
-        draw = ImageDraw.Draw(out)
-        sx, sy = out.width / max(1, width), out.height / max(1, height)
-        for node in marks:
-            left, top, right, bottom = node.bounds
-            box = (left * sx, top * sy, max(left * sx, right * sx - 1), max(top * sy, bottom * sy - 1))
-            draw.rectangle(box, outline=(255, 0, 64), width=max(2, round(3 * max(sx, sy))))
-            label = f"#{node.index}"
-            text_box = draw.textbbox((box[0], box[1]), label)
-            draw.rectangle(text_box, fill=(255, 0, 64))
-            draw.text((box[0], box[1]), label, fill=(255, 255, 255))
-    longest = max(out.size)
-    if long_side > 0 and longest > long_side:
-        scale = long_side / longest
-        size = (max(1, round(out.width * scale)), max(1, round(out.height * scale)))
-        out = out.resize(size, Image.Resampling.LANCZOS)
-    return out
-
-
-def _error_text(exc: openai.APIStatusError) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        error = body.get("error", body)
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])[:300]
-        return json.dumps(body)[:300]
-    return str(exc.message if hasattr(exc, "message") else exc)[:300]
-
-
-def _retry_after(response: httpx.Response | None) -> float | None:
-    if response is None:
-        return None
-    value = response.headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
