@@ -112,7 +112,7 @@ class Command(BaseCommand):
 
     def _learn(self, opts, thresholds, budget) -> None:
         from agents.evaluation.learning import evaluate_learning
-        from agents.brain.plot import learning_plot_svg
+        from agents.evaluation.learning_plot import learning_plot_svg
         from devices.sim import SimLoadError
 
         if opts["jobs"] > 1:
