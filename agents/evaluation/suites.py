@@ -4,219 +4,31 @@ Pure Python; ``manage.py evaluate`` and ``evaluate_dataset`` are thin wrappers o
 :func:`evaluate_suite`, :func:`evaluate_dataset`, :func:`format_table` and
 :func:`agents.brain.plot.gamma_plot_svg`. Every number comes from :mod:`agents.brain.metrics`, so the
 admin pages, the commands and the tests agree on what "SR" means.
+
+Dataset replay lives in :mod:`agents.evaluation.replay` and the text tables in
+:mod:`agents.evaluation.tables`; their names are imported here, so callers keep importing
+them from this module.
 """
 from __future__ import annotations
 
 import functools
-import io
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from agents.brain import loop
-from agents.brain.backends.base import (
-    Backend, HistoryEntry, Proposal, StepContext, needs_ui_tree,
-)
 from agents.brain.calibration.gate import calibrated_backend
-from agents.evaluation.datasets import DatasetStep, load_dataset
-from agents.brain.matching import actions_match
-from agents.brain.metrics import (
-    METRIC_KEYS, TOGGLE_METRIC_KEYS, StepLabel, TaskRecord, ToggleOutcome, step_metrics,
-    summarize, task_metrics, toggle_metrics,
+from agents.brain.metrics import METRIC_KEYS, StepLabel, TaskRecord, summarize
+from agents.evaluation.replay import (  # noqa: F401 (re-exported)
+    DEFAULT_THRESHOLD, ProgressCallback, dataset_observation, evaluate_dataset,
 )
-from devices.actions import TERMINAL_TYPES, Action
-from devices.protocol import Observation
-from devices.screenread import detect_nodes
+from agents.evaluation.tables import _number, format_table  # noqa: F401 (re-exported)
+from devices.actions import TERMINAL_TYPES
 from devices.sim.oracle import DEFAULT_MAX_STATES
 
-# γ used when replaying a dataset: the product's default (CONTRACT KAIROS_DEFAULT_THRESHOLD)
-# and OS-Kairos C.4 ("if not specifically mentioned, the threshold γ is set to 4").
-DEFAULT_THRESHOLD = 4.0
 DEFAULT_THRESHOLDS: tuple[float, ...] = (0, 1, 2, 3, 4, 5)
 DEFAULT_ORACLE_BUDGET = DEFAULT_MAX_STATES
-
-ProgressCallback = Callable[[int, int], None]
-
-
-# --- dataset replay --------------------------------------------------------------------
-
-
-def evaluate_dataset(
-    format: str,
-    path: str | Path,
-    backend: Backend | str,
-    *,
-    threshold: float = DEFAULT_THRESHOLD,
-    progress: ProgressCallback | None = None,
-) -> dict[str, Any]:
-    """Replay a static dataset step by step with the **gold** history (teacher forcing).
-
-    At each step the backend sees the screenshot, the dataset's detected elements where it
-    has them (AITZ's), else the elements OCR reads on the screenshot (StaR:
-    :mod:`devices.screenread`), the instruction and the gold actions of the earlier steps, and its proposal is scored against the gold action with the
-    StaR App. A.2 rules (a StaR click without a box by distance alone). A backend that
-    ``needs_ui_tree`` is not replayed on steps where nothing could be read;
-    ``unscored_steps`` counts them and ``unsupported`` says why. A record that cannot be
-    read is skipped and listed under ``unreadable`` (index and reason), counted in
-    ``unreadable_records``. Reported: ``type_acc``, ``sr``, ``tsr`` (an
-    episode succeeds when every one of its steps matched), the HSR family at ``threshold``
-    (``needed`` = the prediction does not match, ``asked`` = the confidence gate of
-    :func:`agents.brain.loop.decide` would open a ticket) and, for ``star``, the toggle metrics
-    of StaR App. A.1 under ``"toggle"``. ``backend`` is an object or a backend name.
-    """
-    problems: list[dict[str, Any]] = []
-    episodes = load_dataset(format, path, problems)
-    if isinstance(backend, str):
-        backend = _backend_by_name(backend)
-    # A screenshot the dataset detected nothing on (StaR: all of them) is read as a phone
-    # without a UI tree is (issue 27): OCR text and switches, marked as detected. Only
-    # pixels go in — never the gold box or the annotated state.
-    read: dict[Path, list[Any]] = {}
-    ocr_steps = 0
-    for episode in episodes:
-        for step in episode.steps:
-            if not step.nodes:
-                if step.image_path not in read:
-                    read[step.image_path] = detect_nodes(step.load_image(), step.width,
-                                                         step.height)
-                step.nodes = list(read[step.image_path])
-                ocr_steps += 1
-    # A backend that reads only UI trees gets no made-up tree where the dataset has none
-    # (StaR: screenshots only); those steps are left unscored and the report says so.
-    unscored = 0
-    if needs_ui_tree(backend):
-        kept = [episode for episode in episodes if all(step.nodes for step in episode.steps)]
-        unscored = sum(len(e.steps) for e in episodes) - sum(len(e.steps) for e in kept)
-        episodes = kept
-    total = sum(len(episode.steps) for episode in episodes)
-    done = 0
-    records: list[TaskRecord] = []
-    per_step: list[dict[str, Any]] = []
-    toggles: list[ToggleOutcome] = []
-    for episode in episodes:
-        labels: list[StepLabel] = []
-        history: list[HistoryEntry] = []
-        for step in episode.steps:
-            outcome = _replay_step(backend, step, history, threshold)
-            labels.append(outcome.label)
-            per_step.append(outcome.to_json())
-            if step.toggle:
-                toggles.append(outcome.toggle)
-            gold = step.gold.action
-            history.append(loop.history_entry(len(history) + 1, gold, "agent", True))
-            done += 1
-            if progress is not None:
-                progress(done, total)
-        records.append(TaskRecord(
-            task=episode.id,
-            success=all(label.action_match for label in labels),
-            steps=len(labels),
-            labels=tuple(labels),
-        ))
-    steps = [label for record in records for label in record.labels]
-    result: dict[str, Any] = {
-        "format": format,
-        "path": str(path),
-        "backend": getattr(backend, "name", type(backend).__name__),
-        "threshold": threshold,
-        "episodes": len(records),
-        "steps": len(steps),
-        "tsr": task_metrics(records)["tsr"],
-        **step_metrics(steps),
-        "per_episode": [
-            {
-                "episode": record.task,
-                "steps": record.steps,
-                "type_matches": sum(1 for label in record.labels if label.type_match),
-                "matches": sum(1 for label in record.labels if label.action_match),
-                "success": record.success,
-            }
-            for record in records
-        ],
-        "per_step": per_step,
-        "input": ("screenshot (read by OCR)" if format == "star" else
-                  "screenshot + the dataset's detected elements (OCR where it has none)"),
-        "ocr_steps": ocr_steps,
-        "unscored_steps": unscored,
-        # records that could not be read: reported, not fatal (their index and reason)
-        "unreadable_records": len(problems),
-        "unreadable": problems,
-    }
-    if unscored:
-        name = getattr(backend, "name", type(backend).__name__)
-        result["unsupported"] = (
-            f"backend '{name}' cannot act on a screenshot alone and {unscored} step(s) of this "
-            f"dataset have no UI tree: they were not scored (no tree is made up from the gold "
-            f"box). Use a backend that reads screenshots, e.g. openai.")
-    if format == "star":
-        result["toggle"] = toggle_metrics(toggles)
-    return result
-
-
-@dataclass
-class _StepOutcome:
-    step: DatasetStep
-    predicted: Action | None
-    confidence: float | None
-    label: StepLabel
-    toggle: ToggleOutcome
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "episode": self.step.episode,
-            "step": self.step.index,
-            "gold": self.step.gold.action.to_json(),
-            "predicted": self.predicted.to_json() if self.predicted else None,
-            "confidence": self.confidence,
-            "type_match": self.label.type_match,
-            "match": self.label.action_match,
-            "asked": self.label.asked,
-        }
-
-
-def _replay_step(
-    backend: Backend, step: DatasetStep, history: list[HistoryEntry], threshold: float
-) -> _StepOutcome:
-    observation = dataset_observation(step)
-    ctx = StepContext(
-        instruction=step.instruction, observation=observation, history=list(history),
-        step_index=len(history),
-    )
-    try:
-        proposal = backend.propose(ctx)
-    except Exception as exc:  # Backend.propose must not raise; one that does scores a miss
-        proposal = Proposal(action=None, error=f"backend failed: {exc!r}")
-    predicted = proposal.action if isinstance(proposal.action, Action) else None
-    screen = (step.width, step.height)
-    type_match, match = actions_match(predicted, step.gold, screen=screen, toggle=step.toggle)
-    decision = loop.decide(proposal, ctx, threshold)
-    label = StepLabel(
-        needed=not match, asked=decision.outcome != loop.EXECUTE,
-        type_match=type_match, action_match=match,
-    )
-    inverse = False
-    if step.inverse is not None and predicted is not None:
-        inverse = actions_match(predicted, step.inverse, screen=screen, toggle=True)[1]
-    toggle = ToggleOutcome(
-        positive=step.polarity != "negative",
-        predicted_type=predicted.type if predicted else None,
-        type_match=type_match, match=match, inverse_match=inverse,
-    )
-    return _StepOutcome(step, predicted, proposal.confidence, label, toggle)
-
-
-def dataset_observation(step: DatasetStep) -> Observation:
-    """The screenshot plays the device: its pixels are the replay's device pixels."""
-    image = step.load_image()
-    buffer = io.BytesIO()
-    image.save(buffer, "JPEG", quality=85)
-    return Observation(
-        frame=step.index, width=step.width, height=step.height, app="",
-        nodes=list(step.nodes), image=image, jpeg=buffer.getvalue(),
-        extra={"source": step.source},
-    )
 
 
 # --- simulated suites ------------------------------------------------------------------
@@ -536,128 +348,6 @@ def _find_task(suite: Any, task_id: str) -> Any:
 def _suite_label(suite: str) -> str:
     path = Path(suite)
     return path.stem if path.suffix else suite
-
-
-def _backend_by_name(name: str) -> Backend:
-    from agents.brain.backends import get_backend
-
-    return get_backend(name)
-
-
-def _number(value: float) -> float | int:
-    return int(value) if float(value).is_integer() else value
-
-
-# --- text output -----------------------------------------------------------------------
-
-_SUITE_COLUMNS: tuple[tuple[str, str, str], ...] = (
-    # key, header, kind ("pct" shows a rate as a percentage, "num" a mean)
-    ("tasks", "tasks", "int"),
-    ("tsr", "TSR", "pct"),
-    ("type_acc", "Type", "pct"),
-    ("sr", "SR", "pct"),
-    ("hsr", "HSR", "pct"),
-    ("intervention_recall", "IntRec", "pct"),
-    ("intervention_precision", "IntPrec", "pct"),
-    ("autonomy_recall", "AutoRec", "pct"),
-    ("autonomy_precision", "AutoPrec", "pct"),
-    ("asked_share", "Asked", "pct"),
-    ("re", "RE", "pct"),
-    ("interventions_per_task", "int/task", "num"),
-    ("clarifications_per_task", "clar/task", "num"),
-    ("steps_per_task", "steps/task", "num"),
-)
-_TOGGLE_HEADERS = {
-    "o_tmr": "O-TMR", "o_amr": "O-AMR", "p_tmr": "P-TMR", "p_amr": "P-AMR",
-    "p_fnr": "P-FNR", "n_amr": "N-AMR", "n_fptr": "N-FPTR", "n_fpr": "N-FPR",
-}
-
-
-def format_table(result: dict[str, Any]) -> str:
-    """A plain-text table for stdout: one row per γ for a suite result, or a
-    metric/value listing for a dataset result. ``-`` marks an undefined metric."""
-    if "results" in result:
-        return _suite_table(result)
-    return _dataset_table(result)
-
-
-def _cell(value: Any, kind: str) -> str:
-    if value is None:
-        return "-"
-    if kind == "pct":
-        return f"{100 * value:.1f}%"
-    if kind == "num":
-        return f"{value:.2f}"
-    return str(value)
-
-
-def _suite_table(result: dict[str, Any]) -> str:
-    headers = ["γ"] + [header for _, header, _ in _SUITE_COLUMNS]
-    rows = [
-        [str(_number(row["threshold"]))] + [_cell(row.get(key), kind) for key, _, kind in _SUITE_COLUMNS]
-        for row in result["results"]
-    ]
-    title = f"suite {result.get('suite')}  backend {result.get('backend')}"
-    table = title + "\n" + _grid(headers, rows)
-    marked = [(row["threshold"], row["sensitive_asked"], row["sensitive_steps"])
-              for row in result["results"] if row.get("sensitive_steps")]
-    if marked:
-        table += "\nsensitive steps asked: " + ", ".join(
-            f"{asked}/{steps} at γ={_number(t)}" for t, asked, steps in marked)
-    calibrated = [row for row in result["results"] if row.get("ece") is not None]
-    if calibrated:
-        table += "\ncalibration (ECE; in brackets what a perfect confidence could show by " \
-                 "chance on these steps): " + ", ".join(
-                     f"{row['ece']:.3f}"
-                     + (f" (≤ {row['ece_by_chance']:.3f})" if row.get("ece_by_chance") is not None
-                        else "")
-                     + f" at γ={_number(row['threshold'])}" for row in calibrated)
-    dead = [(row["threshold"], row["dead_ends"]) for row in result["results"]
-            if row.get("dead_ends")]
-    if dead:
-        table += "\ndead ends (episodes left with no path to success): " + ", ".join(
-            f"{n} at γ={_number(t)}" for t, n in dead)
-    if result.get("skipped"):
-        table += "\nskipped (no success predicate): " + ", ".join(result["skipped"])
-    return table
-
-
-def _dataset_table(result: dict[str, Any]) -> str:
-    lines = [
-        f"dataset {result.get('format')} {result.get('path')}  backend {result.get('backend')}",
-        f"{result.get('episodes')} episodes, {result.get('steps')} steps, "
-        f"gate at γ={_number(result.get('threshold', DEFAULT_THRESHOLD))}",
-    ]
-    if result.get("unsupported"):
-        lines.append("NOT SCORED: " + result["unsupported"])
-    for problem in result.get("unreadable") or []:
-        lines.append(f"UNREADABLE record {problem['record']}: {problem['reason']}")
-    if result.get("unreadable_records"):
-        lines.append(f"{result['unreadable_records']} record(s) could not be read and were "
-                     "not scored")
-    rows = [
-        [header, _cell(result.get(key), "pct")]
-        for key, header in (("type_acc", "Type"), ("sr", "SR"), ("tsr", "TSR"), ("hsr", "HSR"),
-                            ("intervention_recall", "IntRec"),
-                            ("intervention_precision", "IntPrec"),
-                            ("autonomy_recall", "AutoRec"),
-                            ("autonomy_precision", "AutoPrec"),
-                            ("asked_share", "Asked"))
-    ]
-    toggle = result.get("toggle")
-    if toggle:
-        rows += [[_TOGGLE_HEADERS[key], _cell(toggle.get(key), "pct")] for key in TOGGLE_METRIC_KEYS]
-    return "\n".join(lines) + "\n" + _grid(["metric", "value"], rows)
-
-
-def _grid(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(headers[i]), *(len(row[i]) for row in rows)) if rows else len(headers[i])
-              for i in range(len(headers))]
-    def line(cells: list[str]) -> str:
-        return "  ".join(cell.rjust(width) for cell, width in zip(cells, widths)).rstrip()
-    out = [line(headers), line(["-" * width for width in widths])]
-    out.extend(line(row) for row in rows)
-    return "\n".join(out)
 
 
 __all__ = [
