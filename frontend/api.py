@@ -20,8 +20,12 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.parser import Parser
 from ninja.security import HttpBearer, SessionAuth
 
-from agents.runtime import events, services
+from access.devices import access_device, usable_devices
+from access.errors import Forbidden, ServiceError
+from access.roles import is_admin, is_operator
+from agents.runtime import events
 from agents.runtime.models import Ticket, TicketStatus
+from agents.runtime.services import access, chat, lifecycle, takeover, tickets, validation, verdicts
 from devices.actions import text_problem
 from devices.host import DeviceError
 from frontend.models import ApiToken, hash_token
@@ -253,8 +257,8 @@ def errors(*codes: int) -> dict[int, Any]:
     return {code: ErrorOut for code in (400, 401, *codes)}
 
 
-@api.exception_handler(services.ServiceError)
-def service_error(request: HttpRequest, exc: services.ServiceError):
+@api.exception_handler(ServiceError)
+def service_error(request: HttpRequest, exc: ServiceError):
     return api.create_response(request, {"detail": exc.detail}, status=exc.status)
 
 
@@ -364,7 +368,7 @@ def verdict_json(task: Any) -> dict[str, Any] | None:
 def list_devices(request: HttpRequest):
     """The phones you may run tasks on; ``status`` is online, busy (a task runs on it) or
     offline (unplugged, or no device host serves it)."""
-    return services.devices_json(services.usable_devices(request.user))
+    return validation.devices_json(usable_devices(request.user))
 
 
 @api.post("/devices/{device_id}/home", response={200: DeviceOut, **errors(403, 404, 409, 503)},
@@ -372,11 +376,11 @@ def list_devices(request: HttpRequest):
 def reset_device_to_home(request: HttpRequest, device_id: str):
     """Operators: send an idle phone (by id or name) to its home screen, so the next task
     starts there; 409 while a task uses it or when it is offline."""
-    if not services.is_operator(request.user):
-        raise services.Forbidden("only operators reset phones")
-    found = services.access_device(request.user, device_id)
-    services.reset_to_home(request.user, found)
-    return services.devices_json([found])[0]
+    if not is_operator(request.user):
+        raise Forbidden("only operators reset phones")
+    found = access_device(request.user, device_id)
+    lifecycle.reset_to_home(request.user, found)
+    return validation.devices_json([found])[0]
 
 
 @api.post("/tasks", response={201: TaskOut, **errors(403, 404, 409, 413, 429, 503)},
@@ -386,14 +390,14 @@ def create_task(request: HttpRequest, payload: TaskIn):
     """Start a task on a phone; 404 for an unknown phone, 403 for one you may not use (or
     a ``threshold`` below the phone's γ, for end users), 429 when you already have
     ``KAIROS_MAX_QUEUED_PER_USER`` tasks waiting for a phone."""
-    device = services.access_device(request.user, payload.device)
+    device = access_device(request.user, payload.device)
     if (payload.backend == "oracle" or payload.suite or payload.suite_task) and \
-            not services.is_operator(request.user):
-        raise services.Forbidden("only operators may run suite tasks or the oracle backend")
-    suite, suite_task = services.check_suite(payload.suite, payload.suite_task)
-    threshold = services.check_requested_threshold(request.user, payload.threshold, device)
-    services.check_queue_room(request.user)
-    task = services.create_task(
+            not is_operator(request.user):
+        raise Forbidden("only operators may run suite tasks or the oracle backend")
+    suite, suite_task = validation.check_suite(payload.suite, payload.suite_task)
+    threshold = validation.check_requested_threshold(request.user, payload.threshold, device)
+    validation.check_queue_room(request.user)
+    task = lifecycle.create_task(
         request.user, device, payload.instruction, threshold=threshold,
         backend=payload.backend, suite=suite, suite_task=suite_task,
     )
@@ -404,7 +408,7 @@ def create_task(request: HttpRequest, payload: TaskIn):
          openapi_extra=links(200, "$response.body#/0/id", "task_id", *TASK_OPERATIONS))
 def list_tasks(request: HttpRequest, status: Query[TaskStatusName | None] = None):
     """Your tasks (all tasks for operators), newest first, at most 200."""
-    tasks = services.visible_tasks(request.user)
+    tasks = access.visible_tasks(request.user)
     if status:
         tasks = tasks.filter(status=status)
     return [events.task_summary(t) for t in tasks[:200]]
@@ -412,23 +416,23 @@ def list_tasks(request: HttpRequest, status: Query[TaskStatusName | None] = None
 
 @api.get("/tasks/{task_id}", response={200: TaskOut, **errors(404)}, tags=["tasks"])
 def get_task(request: HttpRequest, task_id: str):
-    return task_detail(services.access_task(request.user, task_id))
+    return task_detail(access.access_task(request.user, task_id))
 
 
 @api.post("/tasks/{task_id}/abort", response={200: TaskOut, **errors(403, 404, 409)},
           tags=["tasks"])
 def abort_task(request: HttpRequest, task_id: str):
     """Stop the task; 409 when it has already ended."""
-    task = services.access_task(request.user, task_id)
-    return task_detail(services.abort_task(task, request.user))
+    task = access.access_task(request.user, task_id)
+    return task_detail(lifecycle.abort_task(task, request.user))
 
 
 @api.post("/tasks/{task_id}/messages", response={201: MessageOut, **errors(403, 404, 409)},
           tags=["tasks"])
 def post_message(request: HttpRequest, task_id: str, payload: MessageIn):
     """Write in the task's chat; from its owner this answers an open question."""
-    task = services.access_task(request.user, task_id)
-    return 201, events.message_json(services.post_message(task, request.user, payload.text))
+    task = access.access_task(request.user, task_id)
+    return 201, events.message_json(chat.post_message(task, request.user, payload.text))
 
 
 @api.post("/tasks/{task_id}/verdict", response={200: TaskOut, **errors(403, 404, 409)},
@@ -436,8 +440,8 @@ def post_message(request: HttpRequest, task_id: str, payload: MessageIn):
 def post_verdict(request: HttpRequest, task_id: str, payload: VerdictIn):
     """The owner's answer to "Did Kairos do what you asked?" once the task has finished:
     once per task (409 the second time, or before it finished); owner only."""
-    task = services.access_task(request.user, task_id)
-    return task_detail(services.record_verdict(task, request.user, payload.right,
+    task = access.access_task(request.user, task_id)
+    return task_detail(verdicts.record_verdict(task, request.user, payload.right,
                                                payload.note))
 
 
@@ -445,8 +449,8 @@ def post_verdict(request: HttpRequest, task_id: str, payload: VerdictIn):
           tags=["tasks"])
 def operator_input(request: HttpRequest, task_id: str, payload: InputIn):
     """One input on the phone by the operator holding the task's take-over."""
-    task = services.access_task(request.user, task_id)
-    return step_json(services.operator_input(task, request.user, payload.action))
+    task = access.access_task(request.user, task_id)
+    return step_json(takeover.operator_input(task, request.user, payload.action))
 
 
 @api.post("/tasks/{task_id}/hand_back", response={200: TaskOut, **errors(403, 404, 409)},
@@ -454,24 +458,24 @@ def operator_input(request: HttpRequest, task_id: str, payload: InputIn):
 def hand_back(request: HttpRequest, task_id: str):
     """End your take-over: the agent goes on from the phone's current screen. An admin
     may hand back anyone's take-over (recorded in the audit trail)."""
-    task = services.access_task(request.user, task_id)
+    task = access.access_task(request.user, task_id)
     try:
-        services.check_takeover_holder(task, request.user)
-    except services.Forbidden:
-        if services.is_admin(request.user):
+        takeover.check_takeover_holder(task, request.user)
+    except Forbidden:
+        if is_admin(request.user):
             from frontend.services import admin_hand_back
 
             return task_detail(admin_hand_back(request.user, task))
         raise
-    return task_detail(services.hand_back(task, request.user))
+    return task_detail(takeover.hand_back(task, request.user))
 
 
 @api.get("/tickets", response={200: list[TicketOut], **errors(403)}, tags=["tickets"],
          openapi_extra=links(200, "$response.body#/0/id", "ticket_id", *TICKET_OPERATIONS))
 def list_tickets(request: HttpRequest, status: Query[TicketStatusName | None] = None):
     """Operators: tickets, oldest first; ``status=open`` includes claimed ones."""
-    if not services.is_operator(request.user):
-        raise services.Forbidden("only operators handle tickets")
+    if not is_operator(request.user):
+        raise Forbidden("only operators handle tickets")
     tickets = Ticket.objects.select_related("task", "task__device", "step", "assignee")
     if status == TicketStatus.OPEN:  # still waiting for a person, claimed or not
         tickets = tickets.filter(status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED))
@@ -483,23 +487,23 @@ def list_tickets(request: HttpRequest, status: Query[TicketStatusName | None] = 
 @api.get("/tickets/{ticket_id}", response={200: TicketOut, **errors(403, 404)},
          tags=["tickets"])
 def get_ticket(request: HttpRequest, ticket_id: str):
-    return events.ticket_json(services.access_ticket(request.user, ticket_id))
+    return events.ticket_json(access.access_ticket(request.user, ticket_id))
 
 
 @api.post("/tickets/{ticket_id}/claim", response={200: TicketOut, **errors(403, 404, 409)},
           tags=["tickets"])
 def claim_ticket(request: HttpRequest, ticket_id: str):
     """Take the ticket; 409 when someone else holds it or it is closed."""
-    ticket = services.access_ticket(request.user, ticket_id)
-    return events.ticket_json(services.claim_ticket(ticket, request.user))
+    ticket = access.access_ticket(request.user, ticket_id)
+    return events.ticket_json(tickets.claim_ticket(ticket, request.user))
 
 
 @api.post("/tickets/{ticket_id}/release", response={200: TicketOut, **errors(403, 404, 409)},
           tags=["tickets"])
 def release_ticket(request: HttpRequest, ticket_id: str):
     """Give back a ticket you hold; 409 when you do not hold it."""
-    ticket = services.access_ticket(request.user, ticket_id)
-    return events.ticket_json(services.release_ticket(ticket, request.user))
+    ticket = access.access_ticket(request.user, ticket_id)
+    return events.ticket_json(tickets.release_ticket(ticket, request.user))
 
 
 @api.post("/tickets/{ticket_id}/ask", response={201: MessageOut, **errors(403, 404, 409)},
@@ -507,8 +511,8 @@ def release_ticket(request: HttpRequest, ticket_id: str):
 def ask_user(request: HttpRequest, ticket_id: str, payload: AskIn):
     """Ask the task's owner a question from this ticket, with quick replies: their reply
     answers the ticket and the agent goes on with it (issue 26)."""
-    ticket = services.access_ticket(request.user, ticket_id)
-    message = services.ask_user(ticket, request.user, payload.question, payload.options)
+    ticket = access.access_ticket(request.user, ticket_id)
+    message = chat.ask_user(ticket, request.user, payload.question, payload.options)
     return 201, events.message_json(message)
 
 
@@ -517,9 +521,9 @@ def ask_user(request: HttpRequest, ticket_id: str, payload: AskIn):
 def resolve_ticket(request: HttpRequest, ticket_id: str, payload: ResolveIn):
     """Approve, edit, take over, answer or abort; 409 when no longer open, 400 on an
     invalid action."""
-    ticket = services.access_ticket(request.user, ticket_id)
-    ticket = services.resolve_ticket(ticket, request.user, payload.decision,
-                                     action=payload.action, answer=payload.answer)
+    ticket = access.access_ticket(request.user, ticket_id)
+    ticket = tickets.resolve_ticket(ticket, request.user, payload.decision,
+                                    action=payload.action, answer=payload.answer)
     return events.ticket_json(ticket)
 
 

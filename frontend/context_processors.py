@@ -4,7 +4,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from agents.runtime.services import is_admin, is_operator
+from access.roles import is_admin, is_operator
 
 
 def roles(request: HttpRequest) -> dict[str, Any]:

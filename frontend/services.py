@@ -95,12 +95,12 @@ def set_devices_enabled(actor: Any, devices: Any, enabled: bool) -> int:
 
 def admin_hand_back(actor: Any, task: Any) -> Any:
     """An admin hands back another operator's take-over (issue 26, item 1), audited."""
-    from agents.runtime import services as agent_services
+    from agents.runtime.services import takeover
 
     with transaction.atomic():
         holder = task.tickets.filter(decision="takeover").order_by("-resolved_at").first()
         held_by = holder.resolved_by.get_username() if holder and holder.resolved_by else ""
-        task = agent_services.hand_back(task, actor, as_admin=True)
+        task = takeover.hand_back(task, actor, as_admin=True)
         record_audit(actor, "takeover.hand_back", f"task {task.id}",
                      {"taken_over_by": (held_by, None)})
     return task

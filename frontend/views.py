@@ -14,9 +14,15 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from agents.runtime import events, presence, services
+from access.devices import access_device, usable_devices
+from access.errors import ServiceError
+from access.roles import is_admin, is_operator
+from agents.runtime import events, presence
 from agents.runtime.models import (ACTIVE_TASK_STATUSES, Step, Task, TaskStatus, Ticket, TicketKind,
                            TicketStatus)
+from agents.runtime.services import (
+    access, chat as chat_service, lifecycle, tickets, validation, verdicts,
+)
 from devices.actions import Action, text_problem, validate_action
 from devices.models import Device
 from frontend.api import healthz_status
@@ -28,7 +34,7 @@ def operator_required(view: Callable) -> Callable:
     @wraps(view)
     @login_required
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not services.is_operator(request.user):
+        if not is_operator(request.user):
             return render(request, "frontend/forbidden.html", status=403)
         return view(request, *args, **kwargs)
     return wrapper
@@ -38,7 +44,7 @@ def admin_required(view: Callable) -> Callable:
     @wraps(view)
     @login_required
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not services.is_admin(request.user):
+        if not is_admin(request.user):
             return render(request, "frontend/forbidden.html", status=403)
         return view(request, *args, **kwargs)
     return wrapper
@@ -59,7 +65,7 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    if services.is_operator(request.user):
+    if is_operator(request.user):
         return redirect("console")
     return redirect("task_list")
 
@@ -68,26 +74,26 @@ def _task_form(request: HttpRequest, devices: Any, form: Any, status: int = 200)
     # Each phone's γ, so the form can say what "the phone's γ" is (issue 26.3).
     devices = list(devices)
     for device in devices:
-        device.gamma = services.default_threshold(device)
+        device.gamma = validation.default_threshold(device)
     return render(request, "frontend/task_list.html", {
-        "tasks": services.visible_tasks(request.user).filter(owner=request.user)[:50],
+        "tasks": access.visible_tasks(request.user).filter(owner=request.user)[:50],
         "devices": devices, "form": form,
-        "may_lower": services.is_operator(request.user)}, status=status)
+        "may_lower": is_operator(request.user)}, status=status)
 
 
 @login_required
 def task_list(request: HttpRequest) -> HttpResponse:
-    devices = services.usable_devices(request.user).filter(enabled=True)
+    devices = usable_devices(request.user).filter(enabled=True)
     if request.method == "POST":
         try:
-            device = services.access_device(request.user, request.POST.get("device", ""))
+            device = access_device(request.user, request.POST.get("device", ""))
             # Empty means the phone's γ: the form sends a number only when it was changed.
-            threshold = services.check_requested_threshold(
+            threshold = validation.check_requested_threshold(
                 request.user, request.POST.get("threshold", "").strip() or None, device)
-            services.check_queue_room(request.user)
-            task = services.create_task(request.user, device, request.POST.get("instruction"),
-                                        threshold=threshold)
-        except services.ServiceError as exc:
+            validation.check_queue_room(request.user)
+            task = lifecycle.create_task(request.user, device, request.POST.get("instruction"),
+                                         threshold=threshold)
+        except ServiceError as exc:
             messages.error(request, exc.detail)
             return _task_form(request, devices, request.POST, exc.status)
         return redirect("task_detail", task_id=task.id)
@@ -97,23 +103,23 @@ def task_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def task_detail(request: HttpRequest, task_id: Any) -> HttpResponse:
     try:
-        task = services.access_task(request.user, task_id)
-    except services.ServiceError:
+        task = access.access_task(request.user, task_id)
+    except ServiceError:
         return render(request, "frontend/not_found.html", status=404)
     if request.method == "POST":
         try:
             if request.POST.get("abort"):
-                services.abort_task(task, request.user)
+                lifecycle.abort_task(task, request.user)
             elif "verdict" in request.POST:
                 answer = request.POST.get("verdict")
                 if answer not in ("yes", "no"):
-                    raise services.ServiceError("answer yes or no")
-                services.record_verdict(task, request.user, answer == "yes",
+                    raise ServiceError("answer yes or no")
+                verdicts.record_verdict(task, request.user, answer == "yes",
                                         request.POST.get("note", ""))
             else:
-                services.post_message(task, request.user, request.POST.get("text"),
-                                      ticket_id=request.POST.get("ticket") or None)
-        except services.ServiceError as exc:
+                chat_service.post_message(task, request.user, request.POST.get("text"),
+                                          ticket_id=request.POST.get("ticket") or None)
+        except ServiceError as exc:
             messages.error(request, exc.detail)
         return redirect("task_detail", task_id=task.id)
     # Each message is read with its ticket in one query: whether a question still takes
@@ -133,7 +139,7 @@ def task_detail(request: HttpRequest, task_id: Any) -> HttpResponse:
         "task": task, "steps": steps, "now_text": now_text(task, request.user),
         "final_shot": shots[-1] if task.is_finished and shots else None,
         "chat": chat,
-        "is_operator": services.is_operator(request.user),
+        "is_operator": is_operator(request.user),
         "is_owner": task.owner_id == request.user.pk,
         "open_question": open_question,
     })
@@ -187,15 +193,15 @@ def console(request: HttpRequest) -> HttpResponse:
         "tickets": tickets, "devices": devices, "sla": int(settings.KAIROS_TICKET_SLA),
         # The same tickets for console.js: the list it starts from (issue 23.8).
         "queue": json.dumps([events.ticket_json(t) for t in tickets]),
-        "taken": taken, "is_admin": services.is_admin(request.user),
+        "taken": taken, "is_admin": is_admin(request.user),
         "online": presence.online()})
 
 
 @operator_required
 def ticket_detail(request: HttpRequest, ticket_id: Any) -> HttpResponse:
     try:
-        ticket = services.access_ticket(request.user, ticket_id)
-    except services.ServiceError:
+        ticket = access.access_ticket(request.user, ticket_id)
+    except ServiceError:
         return render(request, "frontend/not_found.html", status=404)
     step = ticket.step
     proposed = validate_action(step.proposed_action) if step and step.proposed_action else None
@@ -205,8 +211,8 @@ def ticket_detail(request: HttpRequest, ticket_id: Any) -> HttpResponse:
         "history": ticket.task.steps.filter(status="done").order_by("index"),
         "chat": ticket.task.messages.select_related("author").order_by("created_at", "id"),
         "candidates": _candidates(step),
-        "is_admin": services.is_admin(request.user),
-        "operators": _operators() if services.is_admin(request.user) else [],
+        "is_admin": is_admin(request.user),
+        "operators": _operators() if is_admin(request.user) else [],
         "claim_timeout": int(settings.KAIROS_CLAIM_TIMEOUT),
         "sla": int(settings.KAIROS_TICKET_SLA),
     })
@@ -241,20 +247,20 @@ def _candidates(step: Any) -> list[dict[str, Any]]:
 @operator_required
 def ticket_action(request: HttpRequest, ticket_id: Any) -> HttpResponse:
     try:
-        ticket = services.access_ticket(request.user, ticket_id)
+        ticket = access.access_ticket(request.user, ticket_id)
         decision = request.POST.get("decision", "")
         if decision == "claim":
-            services.claim_ticket(ticket, request.user)
+            tickets.claim_ticket(ticket, request.user)
             return redirect("ticket_detail", ticket_id=ticket.id)
         if decision == "release":
-            services.release_ticket(ticket, request.user)
+            tickets.release_ticket(ticket, request.user)
             return redirect("console")
         if decision == "reassign":
             from django.contrib.auth import get_user_model
 
             to_user = get_user_model().objects.filter(
                 username=request.POST.get("assignee", "")).first()
-            services.reassign_ticket(ticket, request.user, to_user)
+            tickets.reassign_ticket(ticket, request.user, to_user)
             messages.success(request, f"Ticket given to {to_user}.")
             return redirect("ticket_detail", ticket_id=ticket.id)
         action = None
@@ -263,10 +269,10 @@ def ticket_action(request: HttpRequest, ticket_id: Any) -> HttpResponse:
             for field in ("x", "y", "text", "direction", "app"):
                 if request.POST.get(field):
                     action[field] = request.POST[field]
-        services.resolve_ticket(ticket, request.user, decision, action=action,
-                                answer=request.POST.get("answer"))
+        tickets.resolve_ticket(ticket, request.user, decision, action=action,
+                               answer=request.POST.get("answer"))
         messages.success(request, f"Ticket resolved: {decision}.")
-    except services.ServiceError as exc:
+    except ServiceError as exc:
         messages.error(request, exc.detail)
         return redirect("ticket_detail", ticket_id=ticket_id)
     return redirect("console")
@@ -295,10 +301,10 @@ def media_file(request: HttpRequest, path: str) -> HttpResponse:
     step = Step.objects.filter(screenshot=path).select_related("task").first()
     if step is not None:
         try:
-            services.access_task(user, step.task_id)
-        except services.ServiceError:
+            access.access_task(user, step.task_id)
+        except ServiceError:
             raise Http404("no such file") from None
-    elif not services.is_admin(user):
+    elif not is_admin(user):
         raise Http404("no such file")
     response = serve(request, path, document_root=settings.MEDIA_ROOT)
     response["Cache-Control"] = "private, max-age=3600"

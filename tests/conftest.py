@@ -80,12 +80,12 @@ class InlineSteps:
         self.pending.append((task_id, index))
 
     def drain(self, limit: int = 100) -> list[str]:
-        from agents.runtime import services
+        from agents.runtime.services import steps
 
         outcomes = []
         while self.pending and limit:
             limit -= 1
-            outcomes.append(services.run_step(*self.pending.popleft()))
+            outcomes.append(steps.run_step(*self.pending.popleft()))
         return outcomes
 
 
@@ -102,12 +102,12 @@ def phones():
 
 @pytest.fixture
 def inline_steps():
-    from agents.runtime import services
+    from agents.runtime.services import lifecycle
 
     runner = InlineSteps()
-    services.set_step_scheduler(runner)
+    lifecycle.set_step_scheduler(runner)
     yield runner
-    services.set_step_scheduler(None)
+    lifecycle.set_step_scheduler(None)
 
 
 @pytest.fixture

@@ -203,13 +203,13 @@ frames = st.one_of(
 
 @pytest.mark.django_db(transaction=True)
 def test_fuzzed_socket_frames_are_answered_and_never_drop_the_socket(phones, error_log):
-    from agents.runtime import services
     from agents.runtime.models import Ticket
+    from agents.runtime.services import tickets
     from tests.websockets import connect
 
     world = build_world()
     # The operator holds a take-over, so "input" frames reach the phone.
-    services.resolve_ticket(Ticket.objects.get(), world.users["operator"], "takeover")
+    tickets.resolve_ticket(Ticket.objects.get(), world.users["operator"], "takeover")
     sockets = [("/ws/operator/", "operator"),
                (f"/ws/devices/{world.params['device_id']}/screen/", "operator"),
                (f"/ws/devices/{world.params['device_id']}/screen/", "owner"),

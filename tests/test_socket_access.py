@@ -14,7 +14,8 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from agents.runtime import events, services
+from agents.runtime import events
+from agents.runtime.services import lifecycle
 from devices.models import Device
 from devices.streaming import device_group
 from kairos_web.asgi import application
@@ -52,7 +53,7 @@ async def _operators_hear(text: str) -> None:
 
 
 def _task(owner: User, device: str = "sim-1"):
-    return services.create_task(owner, Device.objects.get(name=device), "Turn on Wi-Fi")
+    return lifecycle.create_task(owner, Device.objects.get(name=device), "Turn on Wi-Fi")
 
 
 def _demote(user: User) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 from django.contrib.auth.models import Group, User
 from django.core.files.base import ContentFile
 
-from agents.runtime import services
 from agents.runtime.models import CalibratorVersion, Step, Task, TaskStatus, TicketKind, TicketReason
+from agents.runtime.services import lifecycle, tickets
 from devices.models import Device
 
 
@@ -43,12 +43,12 @@ def build_world() -> World:
         users[role] = user
     phone = Device.objects.create(name="sim-1")
     Device.objects.create(name="sim-2")
-    task = services.create_task(users["owner"], phone, "Turn on Wi-Fi", start=False)
+    task = lifecycle.create_task(users["owner"], phone, "Turn on Wi-Fi", start=False)
     Task.objects.filter(id=task.id).update(status=TaskStatus.RUNNING)  # as start_task would
     step = Step(task=task, index=0, proposed_action={"type": "PRESS_HOME"}, confidence=1,
                 status="waiting")
     step.screenshot.save(f"{task.id}-0.jpg", ContentFile(b"\xff\xd8\xff jpeg"), save=True)
-    ticket = services.open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.LOW_CONFIDENCE)
+    ticket = tickets.open_ticket(task, step, TicketKind.INTERVENTION, TicketReason.LOW_CONFIDENCE)
     # A kept calibrator version to roll back to: version 0 of a backend without a
     # calibrator (rolling back to it writes no file).
     version = CalibratorVersion.objects.create(backend="world", number=0, taken=True,

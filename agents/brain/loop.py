@@ -1,6 +1,6 @@
 """The confidence-gated step, as pure functions shared by every driver of an episode.
 
-The Celery step task (``agents/runtime/tasks.py`` → ``agents/runtime/services/__init__.py``), ``run_task`` and the
+The Celery step task (``agents/runtime/tasks.py`` → ``agents/runtime/services/steps.py``), ``run_task`` and the
 evaluation runner (``agents/evaluation/episode.py``) all go through :func:`decide` and
 :func:`reflect`, so the gate, the guards and retrospection behave the same everywhere.
 

@@ -5,8 +5,11 @@ from typing import Any
 
 from channels.db import database_sync_to_async
 
-from agents.runtime import events, presence, services
+from access.errors import Forbidden, ServiceError
+from access.roles import is_operator
+from agents.runtime import events, presence
 from agents.runtime.models import Task
+from agents.runtime.services import access, chat
 from devices.socket_access import session_user
 from devices.sockets import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED, KairosJsonConsumer
 
@@ -44,7 +47,7 @@ class OperatorConsumer(KairosConsumer):
         if user is None or not user.is_authenticated:
             await self.refuse(CLOSE_UNAUTHENTICATED)
             return
-        if not await database_sync_to_async(services.is_operator)(user):
+        if not await database_sync_to_async(is_operator)(user):
             await self.refuse(CLOSE_FORBIDDEN)
             return
         await self.join(events.OPERATORS_GROUP)
@@ -66,7 +69,7 @@ class OperatorConsumer(KairosConsumer):
             "type": "kairos.event", "event": {"type": "operators.online", "online": online}})
 
     async def recheck_access(self, user: Any) -> int | None:
-        allowed = await database_sync_to_async(services.is_operator)(user)
+        allowed = await database_sync_to_async(is_operator)(user)
         return None if allowed else CLOSE_FORBIDDEN
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
@@ -86,8 +89,8 @@ class TaskConsumer(KairosConsumer):
             return
         task_id = self.scope["url_route"]["kwargs"]["task_id"]
         try:
-            self.task = await database_sync_to_async(services.access_task)(user, task_id)
-        except services.ServiceError:
+            self.task = await database_sync_to_async(access.access_task)(user, task_id)
+        except ServiceError:
             await self.refuse(CLOSE_FORBIDDEN)
             return
         await self.join(events.task_group(self.task.id))
@@ -109,8 +112,8 @@ class TaskConsumer(KairosConsumer):
 
     async def recheck_access(self, user: Any) -> int | None:
         try:
-            await database_sync_to_async(services.access_task)(user, self.task.id)
-        except services.ServiceError:
+            await database_sync_to_async(access.access_task)(user, self.task.id)
+        except ServiceError:
             return CLOSE_FORBIDDEN
         return None
 
@@ -122,7 +125,7 @@ class TaskConsumer(KairosConsumer):
             return
         try:
             await database_sync_to_async(self._post)(content.get("text"), content.get("ticket"))
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             await self.send_json({"type": "error", "detail": exc.detail,
                                   "text": content.get("text") if isinstance(
                                       content.get("text"), str) else None})
@@ -132,7 +135,7 @@ class TaskConsumer(KairosConsumer):
         # its access.changed arrived, is refused too.
         user = session_user(getattr(self.scope.get("session"), "session_key", None))
         if not user.is_authenticated or user.pk != self.scope["user"].pk:
-            raise services.Forbidden("you are no longer logged in")
-        task = services.access_task(user, self.task.id)
-        services.post_message(task, user, text,
-                              ticket_id=ticket_id if isinstance(ticket_id, str) else None)
+            raise Forbidden("you are no longer logged in")
+        task = access.access_task(user, self.task.id)
+        chat.post_message(task, user, text,
+                          ticket_id=ticket_id if isinstance(ticket_id, str) else None)

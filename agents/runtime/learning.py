@@ -185,10 +185,14 @@ def schedule_due_refits() -> list[str]:
     try:
         due = [backend for backend in labelled_backends() if refit_due(backend)]
         if due:
-            from agents.runtime.tasks import refit_calibrators_task
+            # By the registered name (agents/runtime/tasks.py imports this module, never
+            # the other way round), as ``refit_calibrators_task.delay`` did.
+            from celery import current_app
 
             for backend in due:
-                refit_calibrators_task.delay(backend=backend, trigger="labels")
+                current_app.send_task("agents.refit_calibrators",
+                                      kwargs={"backend": backend, "trigger": "labels"},
+                                      ignore_result=True)
         return due
     except Exception:
         logger.exception("could not check or schedule calibrator refits")

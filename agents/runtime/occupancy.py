@@ -22,10 +22,10 @@ class TaskOccupancy:
             s for s in ACTIVE_TASK_STATUSES if s != TaskStatus.QUEUED]).exists()
 
     def take_over_input(self, device: Any, user: Any, action: Any) -> Any:
-        from agents.runtime import services
+        from agents.runtime.services import takeover
 
         task = Task.objects.select_related("device").filter(
             device=device, status=TaskStatus.TAKEN_OVER).order_by("-updated_at").first()
         if task is None:
             raise Forbidden("no task on this device is taken over")
-        return services.operator_input(task, user, action)
+        return takeover.operator_input(task, user, action)

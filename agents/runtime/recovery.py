@@ -15,17 +15,18 @@ is older than ``KAIROS_STALL_SECONDS``. Its step at the cursor is then:
   is idempotent per index, so a late redelivery does nothing);
 * executing — the worker died mid-action: the device may or may not have acted, so the action
   is never repeated; the step closes as ``unknown`` and the next step re-observes the screen
-  (:func:`agents.runtime.services.abandon_executing_step`);
+  (:func:`agents.runtime.services.steps.abandon_executing_step`);
 * done, answered or cancelled — what follows the step was lost: a COMPLETE / IMPOSSIBLE step
   ends the task, any other moves the cursor on
-  (:func:`agents.runtime.services.follow_up_settled_step`).
+  (:func:`agents.runtime.services.steps.follow_up_settled_step`).
 
 The sweep also settles take-over inputs whose server died while the phone acted (the
 input's step is committed before the phone acts): the device host says whether it performed
-the step, and the step is recorded done or cancelled (``services.settle_orphaned_inputs``).
+the step, and the step is recorded done or cancelled
+(``services.takeover.settle_orphaned_inputs``).
 
 And it hands to operators every question still unanswered ``KAIROS_CLARIFICATION_TIMEOUT``
-after it was asked (``services.escalate_overdue_clarifications``): the delayed hand-off a
+after it was asked (``services.chat.escalate_overdue_clarifications``): the delayed hand-off a
 worker killed whole held is stuck in Redis until the visibility timeout.
 
 Each recovery is claimed with a conditional UPDATE on ``progressed_at``, so several workers
@@ -70,28 +71,28 @@ def sweep_stalled_tasks(*, now: datetime | None = None,
             done[str(task_id)] = recover_task(task_id, seen, now)
         except Exception:  # one bad task must not stop the sweep of the others
             logger.exception("could not recover stalled task %s", task_id)
-    from agents.runtime import services
+    from agents.runtime.services import chat, lifecycle, takeover
 
     try:
         # Take-overs nobody used go back to the queue (issue 26, item 1).
-        for task_id in services.lapse_idle_takeovers(now):
+        for task_id in takeover.lapse_idle_takeovers(now):
             done[task_id] = "take-over lapsed: back in the queue"
     except Exception:
         logger.exception("could not lapse idle take-overs")
 
     try:
         # Take-over inputs a killed server left executing (issue 23, item 1).
-        done.update(services.settle_orphaned_inputs())
+        done.update(takeover.settle_orphaned_inputs())
     except Exception:
         logger.exception("could not settle orphaned take-over inputs")
     try:
         # Questions whose delayed hand-off died with a worker (issue 23, item 2).
-        for ticket_id in services.escalate_overdue_clarifications(now):
+        for ticket_id in chat.escalate_overdue_clarifications(now):
             done[ticket_id] = "escalated its overdue question to operators"
     except Exception:
         logger.exception("could not escalate overdue clarifications")
     for device_id in _free_devices_with_a_queue():
-        started = services.start_next_queued(device_id)
+        started = lifecycle.start_next_queued(device_id)
         if started is not None:
             done[str(started.id)] = "started"
     for task_id, what in done.items():
@@ -103,8 +104,8 @@ def recover_task(task_id: Any, seen: datetime | None, now: datetime) -> str:
     """Move one stalled task on; ``raced`` when another sweeper or the task itself won."""
     from django.db import transaction
 
-    from agents.runtime import services
     from agents.runtime.models import Step, StepStatus, Task, TaskStatus
+    from agents.runtime.services import lifecycle, steps
 
     with transaction.atomic():
         claim = Task.objects.filter(id=task_id, status=TaskStatus.RUNNING)
@@ -114,14 +115,14 @@ def recover_task(task_id: Any, seen: datetime | None, now: datetime) -> str:
         task = Task.objects.select_related("device").get(id=task_id)
         step = Step.objects.filter(task=task, index=task.cursor).first()
         if step is None or step.status in (StepStatus.READY, StepStatus.PROPOSED):
-            services.schedule_step(task.id, task.cursor)
+            lifecycle.schedule_step(task.id, task.cursor)
             return f"rescheduled step {task.cursor}"
     if step.status == StepStatus.EXECUTING:
         return f"settled executing step {step.index}: " + \
-            services.abandon_executing_step(task, step)
+            steps.abandon_executing_step(task, step)
     if step.status in (StepStatus.DONE, StepStatus.ANSWERED, StepStatus.CANCELLED):
         return f"followed up {step.status} step {step.index}: " + \
-            services.follow_up_settled_step(task, step)
+            steps.follow_up_settled_step(task, step)
     return f"left alone (step {step.index} is {step.status})"
 
 

@@ -1,9 +1,15 @@
-"""Celery tasks: thin wrappers that take ids, re-fetch and call one service."""
+"""Celery tasks: thin wrappers that take ids, re-fetch and call one service.
+
+Nothing in production imports this module (the worker finds it by autodiscovery): the
+services and learning enqueue these by their registered names (``agents.run_step``,
+``agents.escalate_clarification``, ``agents.refit_calibrators``) with
+``current_app.send_task``, so this module imports them and they never import it.
+"""
 from __future__ import annotations
 
 from celery import shared_task
 
-from agents.runtime import services
+from agents.runtime.services import chat, steps
 
 
 # Late acks (CELERY_TASK_ACKS_LATE, on with the Redis broker) are safe because run_step
@@ -11,12 +17,12 @@ from agents.runtime import services
 # repeats the device action.
 @shared_task(name="agents.run_step", ignore_result=True)
 def run_step_task(task_id: str, index: int) -> str:
-    return services.run_step(task_id, index)
+    return steps.run_step(task_id, index)
 
 
 @shared_task(name="agents.escalate_clarification", ignore_result=True)
 def escalate_clarification_task(ticket_id: str) -> None:
-    services.escalate_clarification(ticket_id)
+    chat.escalate_clarification(ticket_id)
 
 
 @shared_task(name="agents.refit_calibrators", ignore_result=True)

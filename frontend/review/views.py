@@ -10,10 +10,11 @@ from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.utils import timezone
 
-from agents.runtime import services
+from access.errors import NotFound, ServiceError
 from agents.runtime.models import (
     Decision, InstallationSettings, TaskStatus, TicketKind, TicketReason,
 )
+from agents.runtime.services import access, validation, verdicts
 from devices.models import Device
 from frontend.review.log import PENDING, SORT_LABELS, LogFilter, facet_counts, log_page
 from frontend.review.replay import build_replay
@@ -49,7 +50,7 @@ def log(request: HttpRequest) -> HttpResponse:
     page = log_page(f)
     params = f.as_params()
     return render(request, "frontend/review/log.html", {
-        "page": page, "said_no": services.said_no_episodes(), "f": f, "choices": _filter_choices(), "sorts": SORT_LABELS,
+        "page": page, "said_no": verdicts.said_no_episodes(), "f": f, "choices": _filter_choices(), "sorts": SORT_LABELS,
         "query": urlencode(params),
         "prev_query": urlencode(f.as_params(page=page.page - 1)) if page.page > 1 else None,
         "next_query": urlencode(f.as_params(page=page.page + 1))
@@ -70,8 +71,8 @@ def facets(request: HttpRequest) -> JsonResponse:
 @operator_required
 def replay(request: HttpRequest, task_id: Any) -> HttpResponse:
     try:
-        task = services.access_task(request.user, task_id)
-    except services.ServiceError:
+        task = access.access_task(request.user, task_id)
+    except ServiceError:
         return render(request, "frontend/not_found.html", status=404)
     raw = request.GET.get("step", "")
     try:
@@ -124,7 +125,7 @@ def calibration(request: HttpRequest) -> HttpResponse:
             elif scope == "device":
                 device = Device.objects.filter(name=request.POST.get("device", "")).first()
                 if device is None:
-                    raise services.NotFound(
+                    raise NotFound(
                         f"no phone named '{request.POST.get('device', '')[:64]}'")
                 gamma = admin_services.set_device_threshold(request.user, device,
                                                             request.POST.get("gamma"))
@@ -133,7 +134,7 @@ def calibration(request: HttpRequest) -> HttpResponse:
             elif scope == "spot_check":
                 device = Device.objects.filter(name=request.POST.get("device", "")).first()
                 if device is None:
-                    raise services.NotFound(
+                    raise NotFound(
                         f"no phone named '{request.POST.get('device', '')[:64]}'")
                 share = admin_services.set_device_spot_check(request.user, device,
                                                              request.POST.get("share"))
@@ -141,9 +142,9 @@ def calibration(request: HttpRequest) -> HttpResponse:
                     f"{share:g} of the steps that would act alone" if share is not None else
                     f"back to KAIROS_SPOT_CHECK ({settings.KAIROS_SPOT_CHECK:g})"))
             else:
-                raise services.ServiceError("scope must be 'default', 'device' or 'spot_check'")
+                raise ServiceError("scope must be 'default', 'device' or 'spot_check'")
             return redirect("review_calibration")
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             errors.append(exc.detail)
             status = exc.status
     raw_target = request.GET.get("target", "")
@@ -168,7 +169,7 @@ def _calibration_response(request: HttpRequest, target: float, errors: list[str]
     page.errors = errors
     return render(request, "frontend/review/calibration.html", {
         "page": page, "devices": Device.objects.order_by("name"),
-        "default_gamma": services.default_threshold(),
+        "default_gamma": validation.default_threshold(),
         "stored_default": InstallationSettings.objects.filter(pk=1).values_list(
             "default_threshold", flat=True).first(),
         "env_default": settings.KAIROS_DEFAULT_THRESHOLD,

@@ -6,13 +6,16 @@ step (RecAgent Eq. 6: the refined goal) and the training record.
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from agents.runtime import services
+from access.errors import Conflict, Forbidden, ServiceError
 from agents.brain.backends.base import Clarification, Proposal
 from agents.runtime.models import Message, StepStatus, Task, TaskStatus, Ticket, TicketStatus
+from agents.runtime.services import chat, lifecycle, tickets
 from devices.actions import Action
 from devices.models import Device
 
@@ -35,9 +38,9 @@ def order_latte(user: User, instruction: str = LATTE, *, suite: bool = True) -> 
     device = Device.objects.get(name="sim-1")
     if suite:
         task = suite_task_for(instruction)
-        return services.create_task(user, device, task.instruction, threshold=0,
-                                    suite="complex", suite_task=task.id)
-    return services.create_task(user, device, instruction, threshold=0)
+        return lifecycle.create_task(user, device, task.instruction, threshold=0,
+                                     suite="complex", suite_task=task.id)
+    return lifecycle.create_task(user, device, instruction, threshold=0)
 
 
 def open_question(task: Task) -> Ticket:
@@ -72,7 +75,7 @@ def test_an_open_sweetness_is_asked_once_and_the_chat_answer_completes_the_order
     assert question.ticket_id == ticket.id and question.options == ticket.options
     assert not inline_steps.pending  # no worker waits for the user
 
-    services.post_message(task, demo["user"], "Less sweet")
+    chat.post_message(task, demo["user"], "Less sweet")
     inline_steps.drain()
 
     task.refresh_from_db()
@@ -83,7 +86,7 @@ def test_an_open_sweetness_is_asked_once_and_the_chat_answer_completes_the_order
     assert task.status == TaskStatus.WAITING_OPERATOR
     order = task.tickets.get(status=TicketStatus.OPEN)
     assert order.reason == "sensitive_action" and "Place order" in order.note
-    services.resolve_ticket(order, demo["operator"], "approve")
+    tickets.resolve_ticket(order, demo["operator"], "approve")
     inline_steps.drain()
     task.refresh_from_db()
     assert task.status == TaskStatus.SUCCEEDED and task.success is True
@@ -102,7 +105,7 @@ def test_the_order_with_the_sweetness_named_asks_no_question(demo, inline_steps,
     # No question for the user; only the money step goes to a person.
     [ticket] = task.tickets.all()
     assert ticket.reason == "sensitive_action" and task.clarifications == 0
-    services.resolve_ticket(ticket, demo["operator"], "approve")
+    tickets.resolve_ticket(ticket, demo["operator"], "approve")
     inline_steps.drain()
     task.refresh_from_db()
     assert task.status == TaskStatus.SUCCEEDED
@@ -123,7 +126,7 @@ def test_a_name_two_contacts_share_is_asked_and_the_answer_picks_the_contact(
     assert ticket.options == ["Sam Patel", "Sam Rivera"]
     assert "Sam Patel or Sam Rivera" in ticket.question
 
-    services.post_message(task, demo["user"], "Sam Rivera, my flatmate")
+    chat.post_message(task, demo["user"], "Sam Rivera, my flatmate")
     inline_steps.drain()
 
     # The message is written to the contact the user named; Send still waits for a person
@@ -140,10 +143,10 @@ def test_a_name_two_contacts_share_is_asked_and_the_answer_picks_the_contact(
 def test_the_same_question_is_never_asked_twice(demo, scripted, inline_steps):
     question = "Which size would you like: small or large?"
     scripted(asks(question) + asks(question))
-    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
-                                "Open the settings", threshold=0, backend="scripted")
+    task = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                 "Open the settings", threshold=0, backend="scripted")
     inline_steps.drain()
-    services.post_message(task, demo["user"], "Large")
+    chat.post_message(task, demo["user"], "Large")
     inline_steps.drain()
 
     task.refresh_from_db()
@@ -165,8 +168,8 @@ def test_an_unanswered_question_escalates_to_the_operators_once(demo, inline_ste
     ticket = open_question(task)
 
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.escalate_clarification(ticket.id) is True
-    assert services.escalate_clarification(ticket.id) is False  # the timer fired twice
+        assert chat.escalate_clarification(ticket.id) is True
+    assert chat.escalate_clarification(ticket.id) is False  # the timer fired twice
 
     ticket.refresh_from_db()
     assert ticket.escalated and ticket.status == TicketStatus.OPEN
@@ -196,7 +199,7 @@ def test_the_stall_sweep_escalates_a_question_left_overdue_once(demo, inline_ste
 
     assert sweep_stalled_tasks(now=ticket.created_at + timedelta(seconds=21)) == {
         str(ticket.id): "escalated its overdue question to operators"}
-    assert services.escalate_clarification(ticket.id) is False  # the hand-off, come back late
+    assert chat.escalate_clarification(ticket.id) is False  # the hand-off, come back late
     assert sweep_stalled_tasks(now=ticket.created_at + timedelta(seconds=40)) == {}
     ticket.refresh_from_db()
     assert ticket.escalated and ticket.status == TicketStatus.OPEN
@@ -206,23 +209,24 @@ def test_the_stall_sweep_escalates_a_question_left_overdue_once(demo, inline_ste
 
 def test_escalation_is_scheduled_with_the_configured_timeout(demo, inline_steps, settings,
                                                              monkeypatch):
-    from agents.runtime import tasks
-
     settings.KAIROS_CLARIFICATION_TIMEOUT = 7
     calls = []
-    monkeypatch.setattr(tasks.escalate_clarification_task, "apply_async",
-                        lambda args, countdown: calls.append((args, countdown)))
+    # The hand-off is enqueued by the task's registered name, through the Celery app that
+    # the chat module looks up when the question opens.
+    monkeypatch.setattr(chat, "current_app", SimpleNamespace(
+        send_task=lambda name, args, countdown, **options: calls.append(
+            (name, args, countdown))))
     task = order_latte(demo["user"])
     inline_steps.drain()
 
-    assert calls == [((str(open_question(task).id),), 7.0)]
+    assert calls == [("agents.escalate_clarification", (str(open_question(task).id),), 7.0)]
 
 
 def test_an_operator_answers_an_escalated_question_for_the_user(demo, inline_steps, phones):
     task = order_latte(demo["user"])
     inline_steps.drain()
     ticket = open_question(task)
-    services.escalate_clarification(ticket.id)
+    chat.escalate_clarification(ticket.id)
 
     client = Client()
     client.force_login(demo["operator"])
@@ -245,16 +249,16 @@ def test_the_user_may_still_answer_after_an_operator_claimed_the_question(demo, 
     task = order_latte(demo["user"])
     inline_steps.drain()
     ticket = open_question(task)
-    services.escalate_clarification(ticket.id)
-    services.claim_ticket(ticket, demo["operator"])
+    chat.escalate_clarification(ticket.id)
+    tickets.claim_ticket(ticket, demo["operator"])
 
-    services.post_message(task, demo["user"], "Less sweet")
+    chat.post_message(task, demo["user"], "Less sweet")
 
     ticket.refresh_from_db()
     assert (ticket.status, ticket.answer, ticket.resolved_by) == (
         "resolved", "Less sweet", demo["user"])
-    with pytest.raises(services.Conflict, match="no longer open"):
-        services.resolve_ticket(ticket, demo["operator"], "answer", answer="Regular")
+    with pytest.raises(Conflict, match="no longer open"):
+        tickets.resolve_ticket(ticket, demo["operator"], "answer", answer="Regular")
     assert Task.objects.get(id=task.id).answers == ["Less sweet"]
 
 
@@ -262,9 +266,9 @@ def test_an_operator_may_abort_an_escalated_question(demo, inline_steps):
     task = order_latte(demo["user"])
     inline_steps.drain()
     ticket = open_question(task)
-    services.escalate_clarification(ticket.id)
+    chat.escalate_clarification(ticket.id)
 
-    services.resolve_ticket(ticket, demo["operator"], "abort")
+    tickets.resolve_ticket(ticket, demo["operator"], "abort")
 
     task.refresh_from_db()
     assert task.status == TaskStatus.ABORTED and not inline_steps.pending
@@ -280,8 +284,8 @@ def test_a_bad_answer_is_refused_and_the_question_stays_open(demo, inline_steps,
     task = order_latte(demo["user"])
     inline_steps.drain()
 
-    with pytest.raises(services.ServiceError, match=error):
-        services.post_message(task, demo["user"], text)
+    with pytest.raises(ServiceError, match=error):
+        chat.post_message(task, demo["user"], text)
 
     assert open_question(task).status == TicketStatus.OPEN
     assert not task.messages.filter(sender=Message.Sender.USER).exists()
@@ -293,7 +297,7 @@ def test_html_in_an_answer_is_kept_as_text_and_rendered_escaped(demo, inline_ste
     inline_steps.drain()
     evil = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
-    services.post_message(task, demo["user"], evil)
+    chat.post_message(task, demo["user"], evil)
 
     assert Task.objects.get(id=task.id).answers == [evil]  # stored verbatim, never run
     client = Client()
@@ -307,10 +311,10 @@ def test_an_answer_to_a_closed_question_is_a_conflict(demo, inline_steps):
     task = order_latte(demo["user"])
     inline_steps.drain()
     ticket = open_question(task)
-    services.post_message(task, demo["user"], "Less sweet", ticket_id=str(ticket.id))
+    chat.post_message(task, demo["user"], "Less sweet", ticket_id=str(ticket.id))
 
-    with pytest.raises(services.Conflict, match="already closed"):
-        services.post_message(task, demo["user"], "Regular", ticket_id=str(ticket.id))
+    with pytest.raises(Conflict, match="already closed"):
+        chat.post_message(task, demo["user"], "Regular", ticket_id=str(ticket.id))
     assert Task.objects.get(id=task.id).answers == ["Less sweet"]
 
     client = Client()
@@ -339,8 +343,8 @@ def test_an_end_user_cannot_answer_or_see_someone_elses_task(demo, inline_steps)
                           content_type="application/json")
     assert resolve.status_code == 403 and "operators" in resolve.json()["detail"]
     assert client.get("/api/tasks").json() == []
-    with pytest.raises(services.Forbidden):
-        services.post_message(task, mallory, "Regular")
+    with pytest.raises(Forbidden):
+        chat.post_message(task, mallory, "Regular")
     assert open_question(task).status == TicketStatus.OPEN
 
 
@@ -420,9 +424,9 @@ def test_when_no_app_fits_the_user_is_asked_which_and_the_app_they_name_is_opene
     """The phone's apps say nothing of the weather: the agent asks which app, with the
     phone's apps as quick replies, and opens the one the user names."""
     phone = phones.device("sim-1")
-    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
-                                "Show me the weather in Lisbon", threshold=0,
-                                backend="heuristic", max_steps=2)
+    task = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                 "Show me the weather in Lisbon", threshold=0,
+                                 backend="heuristic", max_steps=2)
     inline_steps.drain()
 
     task.refresh_from_db()
@@ -432,7 +436,7 @@ def test_when_no_app_fits_the_user_is_asked_which_and_the_app_they_name_is_opene
     assert sorted(ticket.options) == sorted(app.name for app in phone.info.apps)
     assert task.messages.get(sender=Message.Sender.AGENT).options == ticket.options
 
-    services.post_message(task, demo["user"], "Maps")
+    chat.post_message(task, demo["user"], "Maps")
     inline_steps.drain()
 
     task.refresh_from_db()

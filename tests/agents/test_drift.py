@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from agents.runtime import learning, services
+from agents.runtime import learning
 from agents.brain.backends import get_backend
 from agents.brain.calibration.drift import (
     MIN_LABELS, WINDOW, drift_state, labels_to_trigger, right_labels_to_recover,
@@ -16,6 +16,7 @@ from agents.brain.calibration.drift import (
 from agents.brain.calibration.gate import calibrated_backend, find_calibrator
 from agents.evaluation.episode import OPERATOR_ORACLE, run_episode
 from agents.runtime.models import Step, Ticket, TicketStatus
+from agents.runtime.services import lifecycle
 from devices.models import Device
 from devices.sim import SimDevice, find_suite
 from devices.sim.loader import bundled_apps, load_app
@@ -99,9 +100,9 @@ def test_an_app_whose_screens_changed_goes_back_to_asking(demo, phones, inline_s
     assert learning.drift_for_app(SETTINGS).drifted and wrong_seen <= 3
 
     # A step that would act alone on Settings now asks, saying why.
-    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
-                                "Turn wifi off.", threshold=4, backend="heuristic",
-                                suite="toggles", suite_task="wifi_off")
+    task = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                 "Turn wifi off.", threshold=4, backend="heuristic",
+                                 suite="toggles", suite_task="wifi_off")
     outcomes = inline_steps.drain()
     task.refresh_from_db()
     assert outcomes, (task.status, task.error)

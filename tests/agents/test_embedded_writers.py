@@ -21,9 +21,9 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from agents.runtime import services
 from agents.brain.backends.base import Proposal
 from agents.runtime.models import Message, Task, TaskStatus
+from agents.runtime.services import lifecycle
 from devices.actions import Action
 from devices.models import Device
 from frontend.models import ApiToken
@@ -58,9 +58,9 @@ def test_the_worker_thread_and_request_threads_write_at_once(demo, scripted, pho
     answers: list[int] = []
     failures: list[str] = []
     try:
-        tasks = [services.create_task(demo["user"], Device.objects.get(name=name),
-                                      "Scroll about", threshold=0, backend="scripted",
-                                      max_steps=STEPS + 5)
+        tasks = [lifecycle.create_task(demo["user"], Device.objects.get(name=name),
+                                       "Scroll about", threshold=0, backend="scripted",
+                                       max_steps=STEPS + 5)
                  for name in ("sim-1", "sim-2")]
 
         def post(n: int) -> None:

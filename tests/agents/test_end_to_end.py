@@ -8,8 +8,8 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
-from agents.runtime import services
 from agents.runtime.models import Task, TaskStatus, TicketStatus
+from agents.runtime.services import lifecycle, tickets
 from devices.models import Device
 from tests.stack import Stack, wait_for
 
@@ -72,13 +72,13 @@ def full_stack(demo, tmp_path):
     client = RedisDeviceClient(redis_url, timeout=20)
     set_device_client(client)
     producer = Celery(broker=redis_url, set_as_current=False)  # see test_faults_stack
-    services.set_step_scheduler(
+    lifecycle.set_step_scheduler(
         lambda task_id, index: producer.send_task("agents.run_step", args=(task_id, index)))
     try:
         wait_for(lambda: _answers(client), timeout=90, what="the device host to answer")
         yield Device.objects.get(name="fs-sim")
     finally:
-        services.set_step_scheduler(None)
+        lifecycle.set_step_scheduler(None)
         set_device_client(None)
         stack.stop_all()
 
@@ -104,13 +104,13 @@ def test_full_stack_gamma_0_runs_alone_and_gamma_5_is_finished_by_the_oracle(dem
 
     task_id = next(r["task"] for r in toggles_at_gamma_5() if r["interventions"])
     instruction = find_suite("toggles").task(task_id).instruction
-    alone = services.create_task(demo["operator"], full_stack, instruction, threshold=0,
-                                 suite="toggles", suite_task=task_id)
+    alone = lifecycle.create_task(demo["operator"], full_stack, instruction, threshold=0,
+                                  suite="toggles", suite_task=task_id)
     alone = wait_for(lambda: _settled(alone.id), timeout=90, what="the γ=0 task to finish")
     assert alone.is_finished and alone.interventions == 0
 
-    task = services.create_task(demo["operator"], full_stack, instruction, threshold=5,
-                                suite="toggles", suite_task=task_id)
+    task = lifecycle.create_task(demo["operator"], full_stack, instruction, threshold=5,
+                                 suite="toggles", suite_task=task_id)
     oracle_user = demo["admin"]
     for _ in range(40):
         task = wait_for(lambda: _settled(task.id), timeout=90,
@@ -119,7 +119,7 @@ def test_full_stack_gamma_0_runs_alone_and_gamma_5_is_finished_by_the_oracle(dem
             break
         ticket = task.tickets.filter(status=TicketStatus.OPEN).select_related(
             "step", "task__device").first()
-        services.resolve_with_oracle(ticket, oracle_user)
+        tickets.resolve_with_oracle(ticket, oracle_user)
     assert task.status == TaskStatus.SUCCEEDED and task.success is True
     assert task.interventions >= 1
     assert task.steps.filter(decided_by="agent").exists()

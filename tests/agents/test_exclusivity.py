@@ -8,9 +8,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
-from agents.runtime import services
 from agents.brain.backends.base import Proposal
 from agents.runtime.models import Task, TaskStatus, Ticket
+from agents.runtime.services import lifecycle
 from devices.actions import Action
 from devices.models import Device
 from frontend.models import ApiToken
@@ -50,8 +50,8 @@ def bearer(client, user):
 def test_a_task_for_a_busy_phone_is_queued_with_its_position(
         client, demo, other_user, scripted, inline_steps, phones):
     scripted([unsure])
-    first = services.create_task(demo["user"], Device.objects.get(name="sim-1"), "Open the app",
-                                 threshold=4, backend="scripted")
+    first = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"), "Open the app",
+                                  threshold=4, backend="scripted")
     inline_steps.drain()
     first.refresh_from_db()
     assert first.status == TaskStatus.WAITING_OPERATOR  # it waits, and keeps the phone
@@ -77,18 +77,18 @@ def test_the_next_queued_task_starts_when_the_phone_frees(demo, other_user, scri
                                                           inline_steps, freed_by):
     phone = Device.objects.get(name="sim-1")
     scripted([sure_complete if freed_by == "finish" else unsure, unsure])
-    first = services.create_task(demo["user"], phone, "Open the app", threshold=4,
-                                 backend="scripted")
+    first = lifecycle.create_task(demo["user"], phone, "Open the app", threshold=4,
+                                  backend="scripted")
     if freed_by != "finish":
         inline_steps.drain()
-    second = services.create_task(other_user, phone, "Turn on Wi-Fi", threshold=4,
+    second = lifecycle.create_task(other_user, phone, "Turn on Wi-Fi", threshold=4,
+                                   backend="scripted")
+    third = lifecycle.create_task(other_user, phone, "Turn on Bluetooth", threshold=4,
                                   backend="scripted")
-    third = services.create_task(other_user, phone, "Turn on Bluetooth", threshold=4,
-                                 backend="scripted")
     assert Task.objects.get(id=second.id).status == TaskStatus.QUEUED
 
     if freed_by == "abort":
-        services.abort_task(first, demo["user"])
+        lifecycle.abort_task(first, demo["user"])
     else:
         inline_steps.drain(limit=1)  # COMPLETE
     first.refresh_from_db()
@@ -107,13 +107,13 @@ def test_aborting_a_queued_task_moves_those_behind_it_up(demo, other_user, scrip
                                                          inline_steps):
     phone = Device.objects.get(name="sim-1")
     scripted([unsure])
-    first = services.create_task(demo["user"], phone, "Open the app", threshold=4,
-                                 backend="scripted")
+    first = lifecycle.create_task(demo["user"], phone, "Open the app", threshold=4,
+                                  backend="scripted")
     inline_steps.drain()
-    second = services.create_task(other_user, phone, "Turn on Wi-Fi", backend="scripted")
-    third = services.create_task(other_user, phone, "Turn on Bluetooth", backend="scripted")
+    second = lifecycle.create_task(other_user, phone, "Turn on Wi-Fi", backend="scripted")
+    third = lifecycle.create_task(other_user, phone, "Turn on Bluetooth", backend="scripted")
 
-    services.abort_task(second, other_user)
+    lifecycle.abort_task(second, other_user)
 
     assert Task.objects.get(id=third.id).queue_position == 1
     assert Task.objects.get(id=first.id).status == TaskStatus.WAITING_OPERATOR
@@ -131,8 +131,8 @@ def test_tasks_created_at_once_for_a_free_phone_start_one_at_a_time(demo, other_
     def create(n: int) -> None:
         barrier.wait()
         try:
-            services.create_task(other_user if n % 2 else demo["user"], phone, f"Task {n}",
-                                 start=True, backend="heuristic")
+            lifecycle.create_task(other_user if n % 2 else demo["user"], phone, f"Task {n}",
+                                  start=True, backend="heuristic")
         except BaseException as exc:  # a deadlock or an integrity error fails the test
             errors.append(exc)
         finally:
@@ -155,9 +155,9 @@ def test_the_task_page_says_queued_and_its_position(client, demo, other_user, sc
                                                     inline_steps):
     phone = Device.objects.get(name="sim-1")
     scripted([unsure])
-    services.create_task(demo["user"], phone, "Open the app", threshold=4, backend="scripted")
+    lifecycle.create_task(demo["user"], phone, "Open the app", threshold=4, backend="scripted")
     inline_steps.drain()
-    queued = services.create_task(other_user, phone, "Turn on Wi-Fi", backend="scripted")
+    queued = lifecycle.create_task(other_user, phone, "Turn on Wi-Fi", backend="scripted")
 
     client.force_login(other_user)
     page = client.get(f"/tasks/{queued.id}/").content.decode()
@@ -174,9 +174,9 @@ def test_a_queued_task_whose_phone_cannot_be_prepared_keeps_its_place(demo, othe
     suite_task = find_suite("toggles").tasks[0]
     set_device_client(LocalDeviceClient(build_sim_host(["another-phone"])))  # sim-1's host is down
     try:
-        task = services.create_task(other_user, Device.objects.get(name="sim-1"),
-                                    suite_task.instruction, suite="toggles",
-                                    suite_task=suite_task.id)
+        task = lifecycle.create_task(other_user, Device.objects.get(name="sim-1"),
+                                     suite_task.instruction, suite="toggles",
+                                     suite_task=suite_task.id)
         assert (task.status, task.queue_position) == (TaskStatus.QUEUED, 1)
     finally:
         set_device_client(LocalDeviceClient(phones))

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agents.runtime import services
 from agents.brain.backends.base import Proposal
 from agents.runtime.experience_store import app_summaries, forget_app
 from agents.runtime.models import ExperienceEntry, Ticket
+from agents.runtime.services import lifecycle, takeover, tickets, verdicts
 from devices.actions import Action
 from devices.models import Device
 
@@ -28,8 +28,8 @@ def clock_icon(ctx) -> Proposal:
 
 def first_step_of_a_new_task(user, inline_steps, phones, instruction):
     phones.device("sim-1").perform(Action("PRESS_HOME"))
-    task = services.create_task(user, Device.objects.get(name="sim-1"), instruction,
-                                threshold=4.0, backend="scripted")
+    task = lifecycle.create_task(user, Device.objects.get(name="sim-1"), instruction,
+                                 threshold=4.0, backend="scripted")
     inline_steps.drain()
     return task, task.steps.get(index=0)
 
@@ -40,7 +40,7 @@ def test_an_approved_step_teaches_the_next_task_and_forgetting_undoes_it(
     scripted([settings_icon, Proposal(Action("COMPLETE"), confidence=5.0),
               clock_icon, clock_icon])
     task, _ = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
-    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "approve")
+    tickets.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "approve")
     inline_steps.drain()
 
     learned = ExperienceEntry.objects.get(app=LAUNCHER)
@@ -58,7 +58,7 @@ def test_an_approved_step_teaches_the_next_task_and_forgetting_undoes_it(
     evidence = step.extra["evidence"]
     assert evidence["rule"] == "experience" and evidence["memory_confirmed"] == 1
     assert Ticket.objects.filter(task=again, status="open").exists()
-    services.abort_task(again, demo["operator"])
+    lifecycle.abort_task(again, demo["operator"])
 
     assert forget_app(LAUNCHER) == 1
     _, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "please open settings")
@@ -75,8 +75,8 @@ def test_an_edit_confirms_the_operators_action_and_corrects_the_proposal(
     settings_node = next(n for n in phones.device("sim-1").observe().nodes
                          if n.label == "Settings")
     x, y = settings_node.center
-    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "edit",
-                            action={"type": "CLICK", "x": x, "y": y})
+    tickets.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "edit",
+                           action={"type": "CLICK", "x": x, "y": y})
     rows = sorted(ExperienceEntry.objects.values_list("source", "polarity",
                                                       "action__locator__label"))
     assert rows == [("edit", -1, "Clock"), ("edit", 1, "Settings")]
@@ -86,8 +86,8 @@ def test_an_edit_confirms_the_operators_action_and_corrects_the_proposal(
 def test_an_edit_identical_to_the_proposal_confirms_it(demo, scripted, inline_steps, phones):
     scripted([settings_icon, Proposal(Action("COMPLETE"), confidence=5.0)])
     task, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
-    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "edit",
-                            action=step.proposed_action)
+    tickets.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "edit",
+                           action=step.proposed_action)
     assert list(ExperienceEntry.objects.values_list("source", "polarity")) == [("approve", 1)]
 
 
@@ -101,7 +101,7 @@ def test_the_owners_yes_teaches_the_memory_the_steps_that_acted_alone(
     task.refresh_from_db()
     assert task.is_finished and not task.tickets.exists()  # it acted alone
     assert not ExperienceEntry.objects.exists()
-    services.record_verdict(task, demo["user"], True)
+    verdicts.record_verdict(task, demo["user"], True)
     assert ExperienceEntry.objects.filter(source="verdict", polarity=1,
                                           action__type="PRESS_HOME").exists()
 
@@ -111,10 +111,10 @@ def test_take_over_inputs_teach_and_one_repeating_the_proposal_confirms_it(
         demo, scripted, inline_steps, phones):
     scripted([settings_icon])
     task, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
-    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "takeover")
+    tickets.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "takeover")
     task.refresh_from_db()
-    services.operator_input(task, demo["operator"], step.proposed_action)  # the same tap
-    services.operator_input(task, demo["operator"], {"type": "PRESS_BACK"})
+    takeover.operator_input(task, demo["operator"], step.proposed_action)  # the same tap
+    takeover.operator_input(task, demo["operator"], {"type": "PRESS_BACK"})
     rows = list(ExperienceEntry.objects.order_by("id").values_list("source", "polarity",
                                                                     "action__type"))
     assert rows == [("approve", 1, "CLICK"), ("takeover", 1, "PRESS_BACK")]
@@ -128,7 +128,7 @@ def test_forgetting_an_app_forgets_how_to_open_it_from_the_launcher(
     scripted([settings_icon, Proposal(Action("COMPLETE"), confidence=5.0),
               clock_icon, clock_icon])
     task, _ = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
-    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "approve")
+    tickets.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "approve")
     inline_steps.drain()
     assert ExperienceEntry.objects.filter(app=LAUNCHER).count() == 1
 
@@ -147,7 +147,7 @@ def test_an_admin_can_turn_the_shipped_prior_off(demo, scripted, inline_steps, p
     scripted([settings_icon, Proposal(Action("COMPLETE"), confidence=5.0),
               clock_icon, clock_icon])
     task, _ = first_step_of_a_new_task(demo["user"], inline_steps, phones, "Open the settings")
-    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "approve")
+    tickets.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "approve")
     inline_steps.drain()
     _, step = first_step_of_a_new_task(demo["user"], inline_steps, phones, "please open settings")
     evidence = step.extra["evidence"]
@@ -194,17 +194,17 @@ def test_after_another_row_of_the_same_list_the_next_step_is_remembered(
     first, _ = first_step_of_a_new_task(demo["user"], inline_steps, phones,
                                         "Text Alex that I'm on my way")
     for _ in range(3):  # an operator approves: open Messages, Alex's row, the message field
-        services.resolve_ticket(Ticket.objects.get(task=first, status="open"),
-                                demo["operator"], "approve")
+        tickets.resolve_ticket(Ticket.objects.get(task=first, status="open"),
+                               demo["operator"], "approve")
         inline_steps.drain()
-    services.abort_task(first, demo["operator"])
+    lifecycle.abort_task(first, demo["operator"])
     phones.device("sim-1").perform(Action("PRESS_BACK"))
 
     second, _ = first_step_of_a_new_task(demo["user"], inline_steps, phones,
                                          "Text Mom that I'm on my way")
     for _ in range(2):  # open Messages, Mom's row
-        services.resolve_ticket(Ticket.objects.get(task=second, status="open"),
-                                demo["operator"], "approve")
+        tickets.resolve_ticket(Ticket.objects.get(task=second, status="open"),
+                               demo["operator"], "approve")
         inline_steps.drain()
     step = second.steps.get(index=2)
     body = field_of(type("Ctx", (), {"observation": phones.device("sim-1").observe()}),

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from agents.runtime import services
 from agents.runtime.models import Step, StepStatus, Task, TaskStatus
+from agents.runtime.services import lifecycle, tickets
 from devices.actions import TERMINAL_TYPES
 from devices.durability import read_action_log
 from devices.models import Device
@@ -56,13 +56,13 @@ def stack(demo, processes):
     # Not the current app: shared tasks sent later in this process (a refit after a
     # resolved ticket) must still go to the embedded broker, not this stack's Redis.
     producer = Celery(broker=redis_url, set_as_current=False)
-    services.set_step_scheduler(
+    lifecycle.set_step_scheduler(
         lambda task_id, index: producer.send_task("agents.run_step", args=(task_id, index)))
     try:
         wait_for(lambda: _answers(client), what="the device host to answer")
         yield processes
     finally:
-        services.set_step_scheduler(None)
+        lifecycle.set_step_scheduler(None)
         set_device_client(None)
 
 
@@ -79,9 +79,9 @@ def suite_task(demo) -> Task:
     from devices.sim import find_suite
 
     suite_task = find_suite("toggles").tasks[0]
-    return services.create_task(demo["operator"], Device.objects.get(name="ft-sim"),
-                                suite_task.instruction, threshold=0, suite="toggles",
-                                suite_task=suite_task.id)
+    return lifecycle.create_task(demo["operator"], Device.objects.get(name="ft-sim"),
+                                 suite_task.instruction, threshold=0, suite="toggles",
+                                 suite_task=suite_task.id)
 
 
 def settled(task_id):
@@ -149,7 +149,7 @@ def test_a_device_host_killed_keeps_the_phone_and_tells_the_user(demo, stack):
         # The operator approves once the phone answers again (before, approving would
         # only open another device_error ticket: the restarted host may still be starting).
         wait_for(lambda: _answers(client), what="the restarted device host to answer")
-        services.resolve_ticket(ticket, demo["admin"], "approve")
+        tickets.resolve_ticket(ticket, demo["admin"], "approve")
         task = wait_for(lambda: settled(task.id), timeout=120, what="the task to finish")
         # The restarted host restored the phone, so the approved action found its screen
         # and ran (on a phone started fresh it would have been cancelled).

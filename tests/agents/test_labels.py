@@ -14,9 +14,9 @@ import pytest
 from django.apps import apps
 from django.core.management import call_command
 
-from agents.runtime import services
 from agents.brain.backends.base import Proposal
 from agents.runtime.models import Step, Ticket, TrainingRecord
+from agents.runtime.services import lifecycle, takeover, tickets
 from agents.runtime.training.relabel import relabel
 from devices.actions import Action
 from devices.models import Device
@@ -58,7 +58,7 @@ def asked(demo, scripted, inline_steps, phones):
     on_network_screen(phones)
     scripted([tap("Wi-Fi", 2.0), complete, complete])
     do = Committed(inline_steps)
-    task = do(services.create_task, demo["user"], Device.objects.get(name="sim-1"),
+    task = do(lifecycle.create_task, demo["user"], Device.objects.get(name="sim-1"),
               "Turn on Wi-Fi", threshold=4, backend="scripted")
     do.drain()
     ticket = Ticket.objects.get(task=task)
@@ -83,7 +83,7 @@ def test_an_edit_that_does_what_was_proposed_labels_the_agent_right(asked, demo,
         left, top, right, bottom = node(phones, "Wi-Fi").bounds
         x, y = right - 5, bottom - 5
     # The console's element picker sends the node's key as the element.
-    do(services.resolve_ticket, ticket, demo["operator"], "edit",
+    do(tickets.resolve_ticket, ticket, demo["operator"], "edit",
        action={"type": "CLICK", "x": x, "y": y,
                "element": "com.kairos.settings:id/wifi_switch"})
     do.drain()
@@ -101,7 +101,7 @@ def test_an_edit_that_does_what_was_proposed_labels_the_agent_right(asked, demo,
 def test_an_edit_to_another_element_still_labels_the_agent_wrong(asked, demo, phones):
     do, task, ticket = asked
     up = node(phones, "Navigate up")
-    do(services.resolve_ticket, ticket, demo["operator"], "edit",
+    do(tickets.resolve_ticket, ticket, demo["operator"], "edit",
        action={"type": "CLICK", "x": up.center[0], "y": up.center[1]})
     ticket.refresh_from_db()
     assert ticket.agent_right is False and ticket.training.score_label == 1
@@ -109,15 +109,15 @@ def test_an_edit_to_another_element_still_labels_the_agent_wrong(asked, demo, ph
 
 def test_a_takeover_is_labelled_by_its_first_input(asked, demo, phones, tmp_path):
     do, task, ticket = asked
-    do(services.resolve_ticket, ticket, demo["operator"], "takeover")
+    do(tickets.resolve_ticket, ticket, demo["operator"], "takeover")
     task.refresh_from_db()
     wifi = node(phones, "Wi-Fi")
     # The operator's first input taps the switch the agent proposed: the agent was right.
-    do(services.operator_input, task, demo["operator"],
+    do(takeover.operator_input, task, demo["operator"],
        {"type": "CLICK", "x": wifi.center[0], "y": wifi.center[1]})
     # A later input is on a later screen and labels nothing.
     up = node(phones, "Navigate up")
-    do(services.operator_input, task, demo["operator"],
+    do(takeover.operator_input, task, demo["operator"],
        {"type": "CLICK", "x": up.center[0], "y": up.center[1]})
     ticket.refresh_from_db()
     assert ticket.agent_right is True
@@ -130,12 +130,12 @@ def test_a_takeover_is_labelled_by_its_first_input(asked, demo, phones, tmp_path
 
 def test_a_takeover_that_does_something_else_labels_the_agent_wrong(asked, demo, phones):
     do, task, ticket = asked
-    do(services.resolve_ticket, ticket, demo["operator"], "takeover")
+    do(tickets.resolve_ticket, ticket, demo["operator"], "takeover")
     ticket.refresh_from_db()
     assert ticket.agent_right is False  # until its first input says otherwise
     task.refresh_from_db()
     up = node(phones, "Navigate up")
-    do(services.operator_input, task, demo["operator"],
+    do(takeover.operator_input, task, demo["operator"],
        {"type": "CLICK", "x": up.center[0], "y": up.center[1]})
     ticket.refresh_from_db()
     assert ticket.agent_right is False and ticket.training.score_label == 1
@@ -147,7 +147,7 @@ def test_no_internal_id_in_the_log_or_the_export(asked, demo, phones, tmp_path, 
     up = node(phones, "Navigate up")
     assert up.key == "node-2"
     # Picking "Navigate up" in the console sends its key, node-2.
-    do(services.resolve_ticket, ticket, demo["operator"], "edit",
+    do(tickets.resolve_ticket, ticket, demo["operator"], "edit",
        action={"type": "CLICK", "x": up.center[0], "y": up.center[1], "element": "node-2"})
     do.drain()
     step = Step.objects.get(task=task, index=0)
@@ -164,14 +164,14 @@ def test_no_internal_id_in_the_log_or_the_export(asked, demo, phones, tmp_path, 
     assert "Navigate up" in text and "'node-" not in text and '"node-' not in text
     # An operator in control picking the arrow the same way.
     on_network_screen(phones)
-    task2 = do(services.create_task, demo["user"], Device.objects.get(name="sim-1"),
+    task2 = do(lifecycle.create_task, demo["user"], Device.objects.get(name="sim-1"),
                "Go back", threshold=4, backend="scripted")
     ScriptedBackend.script = [tap("Wi-Fi", 2.0)]
     do.drain()
     ticket2 = Ticket.objects.get(task=task2)
-    do(services.resolve_ticket, ticket2, demo["operator"], "takeover")
+    do(tickets.resolve_ticket, ticket2, demo["operator"], "takeover")
     task2.refresh_from_db()
-    step2 = do(services.operator_input, task2, demo["operator"],
+    step2 = do(takeover.operator_input, task2, demo["operator"],
                {"type": "CLICK", "x": up.center[0], "y": up.center[1], "element": "node-2"})
     assert step2.executed_action["element"] == "Navigate up" and "node-" not in step2.summary
 
@@ -181,14 +181,14 @@ def test_the_data_migration_corrects_records_written_before(asked, demo, phones)
     with no action and labelled wrong, an element named node-2."""
     do, task, ticket = asked
     wifi = node(phones, "Wi-Fi")
-    do(services.resolve_ticket, ticket, demo["operator"], "takeover")
+    do(tickets.resolve_ticket, ticket, demo["operator"], "takeover")
     task.refresh_from_db()
-    do(services.operator_input, task, demo["operator"],
+    do(takeover.operator_input, task, demo["operator"],
        {"type": "CLICK", "x": wifi.center[0], "y": wifi.center[1]})
     up = node(phones, "Navigate up")
-    taken_input = do(services.operator_input, task, demo["operator"],
+    taken_input = do(takeover.operator_input, task, demo["operator"],
                      {"type": "CLICK", "x": up.center[0], "y": up.center[1]})
-    do(services.abort_task, task, demo["operator"])
+    do(lifecycle.abort_task, task, demo["operator"])
     # What the old code stored.
     Ticket.objects.filter(id=ticket.id).update(human_action=None, agent_right=None)
     TrainingRecord.objects.filter(ticket=ticket).update(human_action=None, score_label=1)
@@ -197,13 +197,13 @@ def test_the_data_migration_corrects_records_written_before(asked, demo, phones)
         executed_action=old_up, summary=f"CLICK 'node-2' at ({up.center[0]}, {up.center[1]})")
 
     on_network_screen(phones)
-    task2 = do(services.create_task, demo["user"], Device.objects.get(name="sim-1"),
+    task2 = do(lifecycle.create_task, demo["user"], Device.objects.get(name="sim-1"),
                "Turn on Wi-Fi again", threshold=4, backend="scripted")
     ScriptedBackend.script = [tap("Wi-Fi", 2.0), complete]
     do.drain()
     edited = Ticket.objects.get(task=task2)
     same = dict(edited.step.proposed_action)
-    do(services.resolve_ticket, edited, demo["operator"], "edit", action=same)
+    do(tickets.resolve_ticket, edited, demo["operator"], "edit", action=same)
     Ticket.objects.filter(id=edited.id).update(agent_right=None)
     TrainingRecord.objects.filter(ticket=edited).update(score_label=1)
 

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from agents.runtime import services
 from agents.brain.backends.openai import OpenAIBackend
 from agents.runtime.models import Step, StepStatus, Task, TaskStatus, Ticket
+from agents.runtime.services import lifecycle
 from devices.models import Device
 from tests.agents.fake_openai import Reply, trickling
 from tests.agents.screens import ctx, settings_screen
@@ -72,8 +72,8 @@ def test_a_step_on_a_trickling_endpoint_opens_a_model_error_ticket_in_time(
         demo, phones, inline_steps, llm_env, monkeypatch):  # noqa: F811
     monkeypatch.setenv("KAIROS_LLM_TIMEOUT", str(DEADLINE))
     llm_env.default = trickling(every=0.3)
-    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
-                                "Open the settings", threshold=4.0, backend="openai")
+    task = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                 "Open the settings", threshold=4.0, backend="openai")
     started = time.monotonic()
     assert inline_steps.drain() == ["waiting"]
     took = time.monotonic() - started

@@ -4,8 +4,8 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 
-from agents.runtime import services
 from agents.brain.backends.base import Proposal
+from agents.runtime.services import lifecycle
 from devices.actions import Action
 from devices.models import Device
 from tests.websockets import connect
@@ -21,7 +21,7 @@ async def test_an_operator_receives_ticket_opened_after_a_low_confidence_step(
 
     def start_and_step():
         device = Device.objects.get(name="sim-1")
-        task = services.create_task(demo["user"], device, "Do the thing", backend="scripted")
+        task = lifecycle.create_task(demo["user"], device, "Do the thing", backend="scripted")
         inline_steps.drain()
         return task
 

@@ -12,10 +12,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agents.runtime import services
 from agents.brain.backends.base import Proposal
 from agents.runtime.models import Message, Step, StepStatus, Task, TaskStatus, Ticket, TicketStatus
 from agents.runtime.recovery import sweep_stalled_tasks
+from agents.runtime.services import lifecycle, steps, tickets
 from devices.actions import Action
 from devices.models import Device
 
@@ -31,8 +31,8 @@ def tap_settings(confidence: float):
 
 
 def make_task(user, threshold: float = 0) -> Task:
-    return services.create_task(user, Device.objects.get(name="sim-1"), "Open the settings",
-                                threshold=threshold, backend="scripted")
+    return lifecycle.create_task(user, Device.objects.get(name="sim-1"), "Open the settings",
+                                 threshold=threshold, backend="scripted")
 
 
 def a_worker_dies_mid_action(task: Task, phones, *, phone_acted: bool) -> Step:
@@ -53,7 +53,7 @@ def ready_first_step(demo, scripted, inline_steps) -> Task:
     task = make_task(demo["user"])
     task_id, index = inline_steps.pending.popleft()
     # The proposal is made and stored; the worker dies before executing it.
-    step = services._propose_step(Task.objects.get(id=task_id), index)
+    step = steps._propose_step(Task.objects.get(id=task_id), index)
     assert step.status == StepStatus.READY
     return task
 
@@ -111,7 +111,7 @@ def a_worker_is_killed_while_the_agent_finishes(task: Task, inline_steps, monkey
         raise WorkerKilled
 
     with monkeypatch.context() as patch:
-        patch.setattr(services, "finish_task", killed)
+        patch.setattr(steps, "finish_task", killed)  # where execute_step looks it up
         with pytest.raises(WorkerKilled):
             inline_steps.drain()
     Task.objects.filter(id=task.id).update(progressed_at=timezone.now() - timedelta(minutes=5))
@@ -200,7 +200,7 @@ def test_an_approval_for_a_screen_that_changed_is_not_run(demo, scripted, inline
     phones.device("sim-1").perform(Action("OPENAPP", app="Clock"))  # the phone moves on
     scripted([Proposal(Action("PRESS_HOME"), confidence=1.0)])
 
-    services.resolve_ticket(ticket, demo["operator"], "approve")
+    tickets.resolve_ticket(ticket, demo["operator"], "approve")
     inline_steps.drain()
 
     step = Step.objects.get(task=task, index=0)
@@ -215,7 +215,7 @@ def test_an_approval_on_an_unchanged_screen_runs(demo, scripted, inline_steps, p
     scripted([tap_settings(2.0), Proposal(Action("COMPLETE"), confidence=5.0)])
     task = make_task(demo["user"], threshold=4)
     inline_steps.drain()
-    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "approve")
+    tickets.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "approve")
     inline_steps.drain()
     assert phones.device("sim-1").observe().app == "com.kairos.settings"
     assert Task.objects.get(id=task.id).status == TaskStatus.SUCCEEDED
@@ -245,7 +245,7 @@ def test_a_device_error_ticket_tells_the_user_and_approving_it_does_not_repeat_t
                                   text__contains="stopped answering").exists()
     frame = phones.device("sim-1").frame_number
 
-    services.resolve_ticket(ticket, demo["operator"], "approve")
+    tickets.resolve_ticket(ticket, demo["operator"], "approve")
     inline_steps.drain()
 
     assert phones.device("sim-1").frame_number == frame  # not tapped a second time
@@ -261,9 +261,9 @@ def test_the_embedded_worker_resumes_at_start_a_task_its_lost_broker_held(demo, 
     from kairos_web.celery import start_worker_thread
 
     scripted([tap_settings(5.0), Proposal(Action("COMPLETE"), confidence=5.0)])
-    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
-                                "Open the settings", threshold=0, backend="scripted",
-                                start=False)
+    task = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                 "Open the settings", threshold=0, backend="scripted",
+                                 start=False)
     Task.objects.filter(id=task.id).update(
         status=TaskStatus.RUNNING, started_at=timezone.now() - timedelta(minutes=5),
         progressed_at=timezone.now() - timedelta(minutes=5))

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from agents.brain import embeddings
-from agents.runtime import services
 from agents.brain.embeddings import load_embedder
 from agents.runtime.models import Task, TaskStatus
 from agents.brain.planning import ReferenceIndex
+from agents.runtime.services import lifecycle, steps
 from devices.models import Device
 from tests.agents.fake_openai import FakeOpenAI
 
@@ -153,7 +153,7 @@ def earlier_tasks(user) -> None:
     for instruction, status in ((WORDY, TaskStatus.SUCCEEDED), (MEANT, TaskStatus.SUCCEEDED),
                                 (OTHER, TaskStatus.SUCCEEDED),
                                 ("Silence my phone ringtone", TaskStatus.FAILED)):
-        task = services.create_task(user, device, instruction, backend="heuristic", start=False)
+        task = lifecycle.create_task(user, device, instruction, backend="heuristic", start=False)
         Task.objects.filter(id=task.id).update(status=status, finished_at=timezone.now())
 
 
@@ -166,8 +166,8 @@ def reference_lines(fake: FakeOpenAI) -> list[str]:
 
 
 def run_openai_task(user, inline_steps) -> Task:
-    task = services.create_task(user, Device.objects.get(name="sim-1"), QUERY, threshold=4.0,
-                                backend="openai")
+    task = lifecycle.create_task(user, Device.objects.get(name="sim-1"), QUERY, threshold=4.0,
+                                 backend="openai")
     inline_steps.drain()
     return task
 
@@ -210,6 +210,6 @@ def test_a_model_failing_mid_run_falls_back_to_tfidf(demo, phones, monkeypatch: 
     monkeypatch.setattr(embeddings, "load_embedder", lambda environ=None: broken)
     monkeypatch.setenv("KAIROS_LLM_BASE_URL", "http://127.0.0.1:9/v1")  # configured, never called
     earlier_tasks(demo["user"])
-    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"), QUERY,
-                                backend="openai", start=False)
-    assert services._references(task) == [WORDY]
+    task = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"), QUERY,
+                                 backend="openai", start=False)
+    assert steps._references(task) == [WORDY]

@@ -9,10 +9,11 @@ from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 
-from agents.runtime import learning, services
+from agents.runtime import learning
 from agents.brain.backends.base import Proposal
 from agents.brain.calibration.gate import find_calibrator
 from agents.runtime.models import CalibratorVersion, Ticket, TicketStatus
+from agents.runtime.services import lifecycle, tickets, verdicts
 from devices.actions import Action
 from devices.models import Device
 from access.audit import AuditEntry
@@ -38,15 +39,15 @@ def ask_and_approve(demo, inline_steps, evidence: dict, right: bool) -> Ticket:
     ScriptedBackend.script = [Proposal(Action("COMPLETE"), confidence=3.0,
                                        evidence=dict(evidence),
                                        extra={"evidence": dict(evidence)})]
-    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
-                                "Finish the thing", threshold=5, backend="scripted")
+    task = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                 "Finish the thing", threshold=5, backend="scripted")
     inline_steps.drain()
     ticket = Ticket.objects.get(task=task, status=TicketStatus.OPEN)
     if right:
-        services.resolve_ticket(ticket, demo["operator"], "approve")
+        tickets.resolve_ticket(ticket, demo["operator"], "approve")
     else:
         # Another action than the proposal's: an identical edit would label it right.
-        services.resolve_ticket(ticket, demo["operator"], "edit", {"type": "IMPOSSIBLE"})
+        tickets.resolve_ticket(ticket, demo["operator"], "edit", {"type": "IMPOSSIBLE"})
     inline_steps.drain()  # the task finishes, freeing the phone for the next one
     return ticket
 
@@ -187,8 +188,8 @@ def test_an_owners_yes_labels_the_steps_that_acted_alone_and_a_no_labels_none(de
 
     confirmed, refused = episode("Turn on notes sync"), episode("Turn off notes sync")
     assert learning.label_count("scripted") == 0
-    services.record_verdict(confirmed, demo["user"], True)
-    services.record_verdict(refused, demo["user"], False, "it turned it on")
+    verdicts.record_verdict(confirmed, demo["user"], True)
+    verdicts.record_verdict(refused, demo["user"], False, "it turned it on")
     labels = learning.gather_labels("scripted", with_evidence=True)
     assert [(label.right, label.source) for label in labels] == [(True, "verdict")] * 3
     assert {label.step_id for label in labels} == set(

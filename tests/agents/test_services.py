@@ -8,9 +8,10 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from agents.runtime import services
+from access.errors import Conflict, Forbidden, ServiceError
 from agents.brain.backends.base import Proposal
 from agents.runtime.models import DecidedBy, Step, StepStatus, Task, TaskStatus, Ticket, TicketStatus
+from agents.runtime.services import chat, lifecycle, steps, tickets
 from devices.actions import Action
 from devices.models import Device
 
@@ -24,8 +25,8 @@ def settings_icon(ctx) -> Proposal:
 
 def make_task(user, *, threshold=4.0, backend="scripted", **kwargs) -> Task:
     device = Device.objects.get(name="sim-1")
-    return services.create_task(user, device, "Open the settings", threshold=threshold,
-                                backend=backend, **kwargs)
+    return lifecycle.create_task(user, device, "Open the settings", threshold=threshold,
+                                 backend=backend, **kwargs)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -53,7 +54,7 @@ def test_approve_runs_the_proposed_action_and_the_loop_goes_on(demo, scripted, i
     inline_steps.drain()
     ticket = Ticket.objects.get(task=task)
 
-    services.resolve_ticket(ticket, demo["operator"], "approve")
+    tickets.resolve_ticket(ticket, demo["operator"], "approve")
     inline_steps.drain()
 
     task.refresh_from_db()
@@ -75,7 +76,7 @@ def test_edit_executes_the_operators_action_and_labels_the_agent_wrong(demo, scr
     inline_steps.drain()
     ticket = Ticket.objects.get(task=task)
 
-    services.resolve_ticket(ticket, demo["operator"], "edit", action={"type": "PRESS_HOME"})
+    tickets.resolve_ticket(ticket, demo["operator"], "edit", action={"type": "PRESS_HOME"})
     inline_steps.drain()
 
     step = Task.objects.get(id=task.id).steps.get(index=0)
@@ -92,9 +93,9 @@ def test_an_invalid_edit_is_refused_and_the_ticket_stays_open(demo, scripted, in
     inline_steps.drain()
     ticket = Ticket.objects.get(task=task)
 
-    with pytest.raises(services.ServiceError, match="off the 1080x2400 screen"):
-        services.resolve_ticket(ticket, demo["operator"], "edit",
-                                action={"type": "CLICK", "x": 5000, "y": 10})
+    with pytest.raises(ServiceError, match="off the 1080x2400 screen"):
+        tickets.resolve_ticket(ticket, demo["operator"], "edit",
+                               action={"type": "CLICK", "x": 5000, "y": 10})
 
     ticket.refresh_from_db()
     assert ticket.status == TicketStatus.OPEN
@@ -107,10 +108,10 @@ def test_a_second_resolution_is_a_conflict(demo, scripted, inline_steps):
     task = make_task(demo["user"])
     inline_steps.drain()
     ticket = Ticket.objects.get(task=task)
-    services.resolve_ticket(ticket, demo["operator"], "approve")
+    tickets.resolve_ticket(ticket, demo["operator"], "approve")
 
-    with pytest.raises(services.Conflict, match="no longer open"):
-        services.resolve_ticket(ticket, demo["operator"], "abort")
+    with pytest.raises(Conflict, match="no longer open"):
+        tickets.resolve_ticket(ticket, demo["operator"], "abort")
     assert Task.objects.get(id=task.id).status != TaskStatus.ABORTED
 
 
@@ -121,12 +122,12 @@ def test_a_claimed_ticket_cannot_be_claimed_or_resolved_by_someone_else(demo, sc
     make_task(demo["user"])
     inline_steps.drain()
     ticket = Ticket.objects.get()
-    services.claim_ticket(ticket, demo["operator"])
+    tickets.claim_ticket(ticket, demo["operator"])
 
-    with pytest.raises(services.Conflict, match="operator holds this ticket"):
-        services.claim_ticket(ticket, demo["admin"])
-    with pytest.raises(services.Conflict, match="operator holds this ticket"):
-        services.resolve_ticket(ticket, demo["admin"], "abort")
+    with pytest.raises(Conflict, match="operator holds this ticket"):
+        tickets.claim_ticket(ticket, demo["admin"])
+    with pytest.raises(Conflict, match="operator holds this ticket"):
+        tickets.resolve_ticket(ticket, demo["admin"], "abort")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -136,18 +137,18 @@ def test_an_idle_claim_lapses_and_another_operator_can_take_the_ticket(demo, scr
     make_task(demo["user"])
     inline_steps.drain()
     ticket = Ticket.objects.get()
-    services.claim_ticket(ticket, demo["operator"])
-    services.claim_ticket(ticket, demo["operator"])  # the holder's page renews its claim
-    with pytest.raises(services.Conflict):
-        services.claim_ticket(ticket, demo["admin"])
+    tickets.claim_ticket(ticket, demo["operator"])
+    tickets.claim_ticket(ticket, demo["operator"])  # the holder's page renews its claim
+    with pytest.raises(Conflict):
+        tickets.claim_ticket(ticket, demo["admin"])
 
     settings.KAIROS_CLAIM_TIMEOUT = 60
     Ticket.objects.filter(id=ticket.id).update(
         claimed_at=timezone.now() - timedelta(seconds=61))
-    taken = services.claim_ticket(ticket, demo["admin"])
+    taken = tickets.claim_ticket(ticket, demo["admin"])
     assert (taken.status, taken.assignee) == (TicketStatus.CLAIMED, demo["admin"])
-    with pytest.raises(services.Conflict, match="admin holds this ticket"):
-        services.resolve_ticket(ticket, demo["operator"], "abort")
+    with pytest.raises(Conflict, match="admin holds this ticket"):
+        tickets.resolve_ticket(ticket, demo["operator"], "abort")
 
 
 @pytest.mark.django_db(transaction=True)
@@ -156,20 +157,20 @@ def test_an_admin_reassigns_a_held_ticket_and_nobody_else_may(demo, scripted, in
     make_task(demo["user"])
     inline_steps.drain()
     ticket = Ticket.objects.get()
-    services.claim_ticket(ticket, demo["operator"])
+    tickets.claim_ticket(ticket, demo["operator"])
 
-    with pytest.raises(services.Forbidden):
-        services.reassign_ticket(ticket, demo["operator"], demo["operator"])
-    with pytest.raises(services.ServiceError, match="only be given to an operator"):
-        services.reassign_ticket(ticket, demo["admin"], demo["user"])
-    services.reassign_ticket(ticket, demo["admin"], demo["admin"])
+    with pytest.raises(Forbidden):
+        tickets.reassign_ticket(ticket, demo["operator"], demo["operator"])
+    with pytest.raises(ServiceError, match="only be given to an operator"):
+        tickets.reassign_ticket(ticket, demo["admin"], demo["user"])
+    tickets.reassign_ticket(ticket, demo["admin"], demo["admin"])
     ticket.refresh_from_db()
     assert ticket.assignee == demo["admin"]
-    with pytest.raises(services.Conflict, match="admin holds this ticket"):
-        services.resolve_ticket(ticket, demo["operator"], "abort")
-    services.resolve_ticket(ticket, demo["admin"], "abort")
-    with pytest.raises(services.Conflict, match="already resolved"):
-        services.reassign_ticket(ticket, demo["admin"], demo["operator"])
+    with pytest.raises(Conflict, match="admin holds this ticket"):
+        tickets.resolve_ticket(ticket, demo["operator"], "abort")
+    tickets.resolve_ticket(ticket, demo["admin"], "abort")
+    with pytest.raises(Conflict, match="already resolved"):
+        tickets.reassign_ticket(ticket, demo["admin"], demo["operator"])
 
 
 @pytest.mark.django_db(transaction=True)
@@ -187,9 +188,9 @@ def test_two_concurrent_resolutions_exactly_one_wins(demo, scripted, inline_step
         ticket = Ticket.objects.get(id=ticket_id)
         barrier.wait()
         try:
-            services.resolve_ticket(ticket, demo["operator"], decision, action=action)
+            tickets.resolve_ticket(ticket, demo["operator"], decision, action=action)
             results.append("won")
-        except services.Conflict:
+        except Conflict:
             results.append("conflict")
         finally:
             connection.close()
@@ -212,14 +213,14 @@ def test_a_redelivered_step_task_does_not_repeat_the_device_action(demo, scripte
     scripted([lambda ctx: Proposal(settings_icon(ctx).action, confidence=5.0)])
     task = make_task(demo["user"])
     task_id, index = inline_steps.pending[0]
-    assert services.run_step(task_id, index) == "executed"
+    assert steps.run_step(task_id, index) == "executed"
     frame = phones.device("sim-1").frame_number
 
     # Celery redelivers the same message (acks_late after a lost ack).
-    assert services.run_step(task_id, index) == "stale"
+    assert steps.run_step(task_id, index) == "stale"
     step = Step.objects.get(task=task, index=0)
     step.status = StepStatus.READY  # even a step reset to READY is claimed only once
-    assert services.execute_step(task, step) == "duplicate"
+    assert steps.execute_step(task, step) == "duplicate"
     assert phones.device("sim-1").frame_number == frame
 
 
@@ -253,12 +254,12 @@ def test_abort_finishes_the_task_and_cancels_nothing_twice(demo, scripted, inlin
     inline_steps.drain()
     ticket = Ticket.objects.get(task=task)
 
-    services.resolve_ticket(ticket, demo["operator"], "abort")
+    tickets.resolve_ticket(ticket, demo["operator"], "abort")
 
     task.refresh_from_db()
     assert task.status == TaskStatus.ABORTED
-    with pytest.raises(services.Conflict):
-        services.abort_task(task, demo["operator"])
+    with pytest.raises(Conflict):
+        lifecycle.abort_task(task, demo["operator"])
 
 
 @pytest.mark.django_db(transaction=True)
@@ -279,22 +280,22 @@ def test_an_impossible_task_raises_one_ticket_that_says_so_with_the_reason(
     agent says so at once instead of asking a person to approve PRESS_BACK twice first —
     once the user, asked which app to use (issue 27), names none."""
     phones.device("sim-1").perform(Action("OPENAPP", app="Clock"))
-    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
-                                "Book me a flight to Paris", threshold=4, backend="heuristic")
+    task = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                 "Book me a flight to Paris", threshold=4, backend="heuristic")
     inline_steps.drain()
     question = Ticket.objects.get(task=task, kind="clarification")
     assert question.question.startswith("Which app should I use")
-    services.post_message(task, demo["user"], "I don't have one for that")
+    chat.post_message(task, demo["user"], "I don't have one for that")
     inline_steps.drain()
 
-    tickets = list(Ticket.objects.filter(task=task).exclude(kind="clarification"))
-    assert len(tickets) == 1
-    ticket = tickets[0]
+    opened = list(Ticket.objects.filter(task=task).exclude(kind="clarification"))
+    assert len(opened) == 1
+    ticket = opened[0]
     assert ticket.step.proposed_action["type"] == "IMPOSSIBLE"
     assert "believes this task cannot be done" in ticket.note
     assert "No installed app fits the goal" in ticket.note
     # Approving it ends the task as failed with the agent's reason, and no more tickets.
-    services.resolve_ticket(ticket, demo["operator"], "approve")
+    tickets.resolve_ticket(ticket, demo["operator"], "approve")
     inline_steps.drain()
     task.refresh_from_db()
     assert task.status == TaskStatus.FAILED
@@ -313,12 +314,12 @@ def test_an_abort_says_who_stopped_the_task_and_no_step_stays_waiting(demo, scri
     task = make_task(demo["user"])
     inline_steps.drain()
     ticket = Ticket.objects.get(task=task)
-    services.resolve_ticket(ticket, demo["operator"], "abort", answer="Wrong phone, sorry")
+    tickets.resolve_ticket(ticket, demo["operator"], "abort", answer="Wrong phone, sorry")
 
     task.refresh_from_db()
     assert task.status == TaskStatus.ABORTED
     assert task.steps.get(index=0).status == StepStatus.CANCELLED
     assert task.messages.order_by("-id").first().text == \
         "An operator (operator) stopped this task after 0 steps. Reason: Wrong phone, sorry"
-    with pytest.raises(services.Conflict, match="the chat is closed"):
-        services.post_message(task, demo["user"], "hello?")
+    with pytest.raises(Conflict, match="the chat is closed"):
+        chat.post_message(task, demo["user"], "hello?")

@@ -6,10 +6,10 @@ import random
 
 import pytest
 
-from agents.runtime import services
 from agents.brain.backends.base import Proposal
 from agents.runtime.models import StepStatus, Task, Ticket, TicketStatus
 from agents.brain.spot_checks import SPOT_CHECK_NOTE, rate_interval, spot_check
+from agents.runtime.services import lifecycle, tickets
 from devices.actions import Action
 from devices.models import Device
 from tests.frontend.review_data import Committed
@@ -57,7 +57,7 @@ def _run(task: Task, do, operator) -> Task:
         ticket = task.tickets.filter(status__in=(TicketStatus.OPEN, TicketStatus.CLAIMED)
                                      ).select_related("step", "task__device").first()
         assert ticket is not None, task.status
-        do(services.resolve_with_oracle, ticket, operator)
+        do(tickets.resolve_with_oracle, ticket, operator)
     raise AssertionError("the task did not finish")
 
 
@@ -72,7 +72,7 @@ def test_with_half_the_steps_checked_a_run_of_toggle_tasks_asks_some_not_all(
     suite = find_suite("toggles")
     tasks = []
     for suite_task in suite.tasks[:6]:
-        task = do(services.create_task, demo["operator"], device, suite_task.instruction,
+        task = do(lifecycle.create_task, demo["operator"], device, suite_task.instruction,
                   threshold=0, backend="heuristic", suite="toggles", suite_task=suite_task.id)
         tasks.append(_run(task, do, demo["admin"]))
     tickets = Ticket.objects.filter(task__in=tasks)
@@ -101,7 +101,7 @@ def test_a_step_asked_for_another_reason_is_never_a_spot_check(demo, scripted, i
         return Proposal(Action("PRESS_HOME"), confidence=2.0, thought="home")
 
     scripted([home])
-    task = do(services.create_task, demo["user"], Device.objects.get(name="sim-1"),
+    task = do(lifecycle.create_task, demo["user"], Device.objects.get(name="sim-1"),
               "Go home", threshold=4, backend="scripted")
     do.drain()
     [ticket] = Ticket.objects.filter(task=task)
@@ -121,7 +121,7 @@ def test_a_phones_own_share_replaces_the_installations(demo, scripted, inline_st
         return Proposal(Action("PRESS_HOME"), confidence=5.0, thought="home")
 
     scripted([home])
-    task = do(services.create_task, demo["user"], device, "Go home", threshold=4,
+    task = do(lifecycle.create_task, demo["user"], device, "Go home", threshold=4,
               backend="scripted")
     do.drain()
     [ticket] = Ticket.objects.filter(task=task)
@@ -131,7 +131,7 @@ def test_a_phones_own_share_replaces_the_installations(demo, scripted, inline_st
     # Approving it runs the step as the agent proposed, and labels it right.
     scripted([lambda ctx: Proposal(Action("COMPLETE"), confidence=5.0)])
     Device.objects.filter(id=device.id).update(spot_check=0.0)
-    do(services.resolve_ticket, ticket, demo["operator"], "approve")
+    do(tickets.resolve_ticket, ticket, demo["operator"], "approve")
     do.drain()
     task.refresh_from_db()
     ticket.refresh_from_db()

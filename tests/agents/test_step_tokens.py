@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from agents.runtime import services
 from agents.runtime.models import Step, StepStatus
+from agents.runtime.services import lifecycle
 from devices.models import Device
 from tests.agents.fake_openai import Reply
 
@@ -28,7 +28,7 @@ def llm_env(fake_openai, monkeypatch: pytest.MonkeyPatch):
 
 def create_openai_task(user):
     device = Device.objects.get(name="sim-1")
-    return services.create_task(user, device, "Open the settings", threshold=4.0, backend="openai")
+    return lifecycle.create_task(user, device, "Open the settings", threshold=4.0, backend="openai")
 
 
 @pytest.mark.django_db(transaction=True)

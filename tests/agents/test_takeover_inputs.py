@@ -8,9 +8,9 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from agents.runtime import services
 from agents.brain.backends.base import Proposal
 from agents.runtime.models import Step, Task, TaskStatus, Ticket
+from agents.runtime.services import lifecycle, takeover, tickets
 from devices.actions import Action
 from devices.models import Device
 from frontend.models import ApiToken
@@ -21,10 +21,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture
 def taken_over(demo, scripted, inline_steps, phones) -> Task:
     scripted([lambda ctx: Proposal(Action("PRESS_HOME"), confidence=1.0)])
-    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"), "Open Clock",
-                                threshold=4, backend="scripted")
+    task = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"), "Open Clock",
+                                 threshold=4, backend="scripted")
     inline_steps.drain()
-    services.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "takeover")
+    tickets.resolve_ticket(Ticket.objects.get(task=task), demo["operator"], "takeover")
     assert Task.objects.get(id=task.id).status == TaskStatus.TAKEN_OVER
     return task
 
@@ -88,7 +88,7 @@ def test_the_next_input_records_what_a_dead_servers_input_did(demo, taken_over, 
     orphan = left_by_a_dead_server(taken_over, phones, Action("OPENAPP", app="Clock"),
                                    acted=True)
 
-    step = services.operator_input(Task.objects.get(id=taken_over.id), demo["operator"],
+    step = takeover.operator_input(Task.objects.get(id=taken_over.id), demo["operator"],
                                    {"type": "PRESS_HOME"})
 
     orphan.refresh_from_db()
@@ -101,7 +101,7 @@ def test_a_hand_back_cancels_an_input_the_phone_never_got(demo, taken_over, phon
     orphan = left_by_a_dead_server(taken_over, phones, Action("OPENAPP", app="Clock"),
                                    acted=False)
 
-    services.hand_back(Task.objects.get(id=taken_over.id), demo["operator"])
+    takeover.hand_back(Task.objects.get(id=taken_over.id), demo["operator"])
 
     orphan.refresh_from_db()
     assert orphan.status == "cancelled" and orphan.outcome.startswith("not run")
@@ -113,7 +113,7 @@ def test_the_sweep_settles_orphaned_inputs_but_not_one_being_sent(demo, taken_ov
 
     orphan = left_by_a_dead_server(taken_over, phones, Action("OPENAPP", app="Clock"),
                                    acted=True)
-    with services.input_lock(taken_over.id):  # as while an input's request runs
+    with takeover.input_lock(taken_over.id):  # as while an input's request runs
         holder = threading.Thread(target=lambda: (sweep_stalled_tasks(), connection.close()))
         holder.start()
         holder.join()

@@ -8,8 +8,8 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Group, User
 
-from agents.runtime import services
 from agents.runtime.models import Message, Task, TaskStatus, Ticket, TicketStatus
+from agents.runtime.services import access, chat as chat_service, lifecycle, tickets
 from devices.models import Device
 from tests.websockets import connect
 
@@ -41,8 +41,8 @@ def latte_task(user: User) -> Task:
     from devices.sim import find_suite
 
     suite_task = next(t for t in find_suite("complex").tasks if t.instruction == LATTE)
-    return services.create_task(user, Device.objects.get(name="sim-1"), LATTE, threshold=0,
-                                suite="complex", suite_task=suite_task.id)
+    return lifecycle.create_task(user, Device.objects.get(name="sim-1"), LATTE, threshold=0,
+                                 suite="complex", suite_task=suite_task.id)
 
 
 @pytest.fixture
@@ -76,7 +76,7 @@ async def test_the_question_reaches_the_owner_and_the_chat_answer_finishes_the_o
     await until(chat, is_status("waiting_operator"))
     ticket = await database_sync_to_async(
         lambda: latte.tickets.get(status="open", reason="sensitive_action"))()
-    await database_sync_to_async(services.resolve_ticket)(ticket, demo["operator"], "approve")
+    await database_sync_to_async(tickets.resolve_ticket)(ticket, demo["operator"], "approve")
     await database_sync_to_async(inline_steps.drain)()
     done, _ = await until(chat, is_status("succeeded"))
     assert done["task"]["success"] is True and done["task"]["clarifications"] == 1
@@ -91,7 +91,7 @@ async def test_the_owner_sees_the_escalation_in_the_chat(demo, latte, inline_ste
     chat, _ = await connect(f"/ws/tasks/{latte.id}/", demo["user"])
     await chat.receive_json_from(timeout=5)
 
-    assert await database_sync_to_async(services.escalate_clarification)(ticket.id)
+    assert await database_sync_to_async(chat_service.escalate_clarification)(ticket.id)
 
     note, _ = await until(chat, from_sender("system"))
     assert "operator" in note["message"]["text"]
@@ -171,7 +171,7 @@ async def test_text_that_is_not_json_is_an_error_not_a_closed_chat(demo, latte):
 async def test_an_answer_to_a_closed_question_is_refused(demo, latte, inline_steps):
     await database_sync_to_async(inline_steps.drain)()
     ticket = await database_sync_to_async(Ticket.objects.get)(task=latte)
-    await database_sync_to_async(services.post_message)(latte, demo["user"], "Less sweet")
+    await database_sync_to_async(chat_service.post_message)(latte, demo["user"], "Less sweet")
     chat, _ = await connect(f"/ws/tasks/{latte.id}/", demo["user"])
     await chat.receive_json_from(timeout=5)
 
@@ -209,7 +209,7 @@ async def test_a_finished_task_says_how_it_ended_and_its_chat_refuses_messages(
     assert ok is True
     await database_sync_to_async(inline_steps.drain)()
     await until(chat, from_sender("agent"))
-    await database_sync_to_async(services.abort_task)(latte, demo["user"])
+    await database_sync_to_async(lifecycle.abort_task)(latte, demo["user"])
     closing, _ = await until(chat, from_sender("system"))
     assert closing["message"]["text"].startswith("You stopped this task after")
 
@@ -228,14 +228,14 @@ async def test_the_first_update_is_read_after_joining_so_a_change_in_between_is_
     (here the owner aborts from another tab) sent its event to a group this socket was not in
     yet, and the page's first update showed the old state until the next change, which for a
     finished task never comes."""
-    real_access = services.access_task
+    real_access = access.access_task
 
     def access_then_abort_elsewhere(user, task_id):
         task = real_access(user, task_id)
-        services.abort_task(Task.objects.get(pk=task.pk), demo["user"])
+        lifecycle.abort_task(Task.objects.get(pk=task.pk), demo["user"])
         return task
 
-    monkeypatch.setattr(services, "access_task", access_then_abort_elsewhere)
+    monkeypatch.setattr(access, "access_task", access_then_abort_elsewhere)
     chat, ok = await connect(f"/ws/tasks/{latte.id}/", demo["user"])
     assert ok is True
     first = await chat.receive_json_from(timeout=5)

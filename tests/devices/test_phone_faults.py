@@ -12,9 +12,9 @@ import threading
 
 import pytest
 
-from agents.runtime import services
 from agents.brain.backends.base import Proposal
 from agents.runtime.models import TaskStatus, TicketReason
+from agents.runtime.services import lifecycle
 from devices.actions import Action
 from devices.adb.driver import AdbDevice
 from devices.host import DeviceError, DeviceHost, LocalDeviceClient, RedisDeviceClient, \
@@ -39,8 +39,8 @@ def test_a_phone_unplugged_mid_step_becomes_a_ticket_and_works_again_when_back(
         row = Device.objects.create(name=phone.serial, kind="adb", width=1080, height=2400)
         scripted([click_with_confidence])
         phone.before_act = lambda action: phone.adbd.unplug()  # the cable comes out
-        task = services.create_task(demo["operator"], row, "Tap the middle", threshold=1,
-                                    backend="scripted")
+        task = lifecycle.create_task(demo["operator"], row, "Tap the middle", threshold=1,
+                                     backend="scripted")
         inline_steps.drain()
         task.refresh_from_db()
         assert task.status == TaskStatus.WAITING_OPERATOR

@@ -7,8 +7,8 @@ from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import Group, User
 
-from agents.runtime import services
 from agents.runtime.models import Task
+from agents.runtime.services import lifecycle
 from devices.models import Device
 from devices.streaming import device_group
 from tests.websockets import connect
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _task(user: User, name: str = "sim-1") -> Task:
-    return services.create_task(user, Device.objects.get(name=name), "Turn on Wi-Fi")
+    return lifecycle.create_task(user, Device.objects.get(name=name), "Turn on Wi-Fi")
 
 
 async def _until_closed(communicator, timeout: float = 10) -> tuple[int | None, int]:
@@ -36,7 +36,7 @@ async def test_an_end_user_whose_task_ended_stops_seeing_the_phone(demo, inline_
     assert ok is True
     assert (await screen.receive_json_from(timeout=5))["type"] == "screen.meta"
 
-    await database_sync_to_async(services.abort_task)(task, demo["user"])
+    await database_sync_to_async(lifecycle.abort_task)(task, demo["user"])
     code, _ = await _until_closed(screen)
     assert code == 4403
 
@@ -53,7 +53,7 @@ async def test_an_operator_keeps_watching_when_tasks_change(demo, inline_steps):
     task = await database_sync_to_async(_task)(demo["user"])
     screen, _ = await connect(f"/ws/devices/{task.device_id}/screen/", demo["operator"])
     await screen.receive_json_from(timeout=5)
-    await database_sync_to_async(services.abort_task)(task, demo["user"])
+    await database_sync_to_async(lifecycle.abort_task)(task, demo["user"])
     await get_channel_layer().group_send(device_group(str(task.device_id)), {
         "type": "screen.frame", "number": 10**9, "jpeg": b"still here", "width": 1,
         "height": 1})
@@ -65,7 +65,7 @@ async def test_an_operator_keeps_watching_when_tasks_change(demo, inline_steps):
 async def test_an_end_user_with_only_a_queued_task_is_refused(demo):
     from agents.runtime.models import TaskStatus
 
-    task = await database_sync_to_async(services.create_task)(
+    task = await database_sync_to_async(lifecycle.create_task)(
         demo["user"], await database_sync_to_async(Device.objects.get)(name="sim-2"),
         "Turn on Wi-Fi", start=False)
     assert task.status == TaskStatus.QUEUED

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from django.test import TestCase
 
-from agents.runtime import services
 from agents.brain.backends.base import Proposal
 from agents.runtime.models import Task, Ticket
+from agents.runtime.services import lifecycle, takeover, tickets
 from devices.actions import Action
 from devices.models import Device
 
@@ -58,34 +58,34 @@ def run_episodes(demo, scripted, inline_steps, phones) -> dict[str, Task]:
 
     home(phones)
     scripted([settings_icon, complete])
-    task = do(services.create_task, demo["user"], device, "Open the settings app",
+    task = do(lifecycle.create_task, demo["user"], device, "Open the settings app",
              threshold=4, backend="scripted")
     do.drain()
-    do(services.resolve_ticket, Ticket.objects.get(task=task), demo["operator"], "approve")
+    do(tickets.resolve_ticket, Ticket.objects.get(task=task), demo["operator"], "approve")
     do.drain()
     out["approved"] = task
 
     home(phones)
     scripted([settings_icon, complete])
-    task = do(services.create_task, demo["user"], device, "Go back to the home screen",
+    task = do(lifecycle.create_task, demo["user"], device, "Go back to the home screen",
              threshold=4, backend="scripted")
     do.drain()
-    do(services.resolve_ticket, Ticket.objects.get(task=task), demo["operator"], "edit",
+    do(tickets.resolve_ticket, Ticket.objects.get(task=task), demo["operator"], "edit",
        action={"type": "PRESS_HOME"})
     do.drain()
     out["edited"] = task
 
     home(phones)
     scripted([settings_icon, complete])
-    task = do(services.create_task, demo["user"], device, "Turn on Wi-Fi for me",
+    task = do(lifecycle.create_task, demo["user"], device, "Turn on Wi-Fi for me",
              threshold=4, backend="scripted")
     do.drain()
-    do(services.resolve_ticket, Ticket.objects.get(task=task), demo["admin"], "takeover")
+    do(tickets.resolve_ticket, Ticket.objects.get(task=task), demo["admin"], "takeover")
     task.refresh_from_db()
     node = next(n for n in phones.device("sim-1").observe().nodes if n.label == "Settings")
-    do(services.operator_input, task, demo["admin"], {"type": "CLICK", "x": node.center[0],
+    do(takeover.operator_input, task, demo["admin"], {"type": "CLICK", "x": node.center[0],
                                                   "y": node.center[1]})
-    do(services.hand_back, task, demo["admin"])
+    do(takeover.hand_back, task, demo["admin"])
     do.drain()
     out["taken_over"] = task
     for task in out.values():

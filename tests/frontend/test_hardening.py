@@ -14,9 +14,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from agents.runtime import services
 from agents.brain.backends.base import Proposal
 from agents.runtime.models import Task, TaskStatus
+from agents.runtime.services import lifecycle
 from devices.actions import Action
 from devices.models import Device
 
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.django_db
 
 def test_one_user_may_queue_only_so_many_tasks(api, demo, inline_steps, settings):
     settings.KAIROS_MAX_QUEUED_PER_USER = 2
-    services.create_task(demo["operator"], Device.objects.get(name="sim-1"), "Keep it busy")
+    lifecycle.create_task(demo["operator"], Device.objects.get(name="sim-1"), "Keep it busy")
     queued = []
     for n in range(2):
         status, body = api("post", "/api/tasks", user="user", body={
@@ -50,7 +50,7 @@ def test_one_user_may_queue_only_so_many_tasks(api, demo, inline_steps, settings
     # Another user is not held back, operators queue batches at will, and aborting one
     # frees a place.
     other = User.objects.create_user("bob", password="x" * 12)
-    services.create_task(other, Device.objects.get(name="sim-1"), "Bob's own")
+    lifecycle.create_task(other, Device.objects.get(name="sim-1"), "Bob's own")
     for n in range(3):
         status, _ = api("post", "/api/tasks", user="operator", body={
             "instruction": f"Suite task {n}", "device": "sim-1"})
@@ -153,8 +153,8 @@ def test_step_screenshots_are_readable_by_their_owner_only(
     previous = os.umask(0o022)
     scripted([lambda ctx: Proposal(Action("PRESS_HOME"), confidence=5)])
     with django_capture_on_commit_callbacks(execute=True):
-        task = services.create_task(demo["user"], Device.objects.get(name="sim-1"),
-                                    "Go home", threshold=0, backend="scripted")
+        task = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"),
+                                     "Go home", threshold=0, backend="scripted")
     with django_capture_on_commit_callbacks(execute=True):
         inline_steps.drain(limit=1)
     step = task.steps.exclude(screenshot="").first()

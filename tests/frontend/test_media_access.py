@@ -7,8 +7,8 @@ from django.contrib.auth.models import User
 from django.core.files.base import ContentFile
 from django.test import Client
 
-from agents.runtime import services
 from agents.runtime.models import Step
+from agents.runtime.services import lifecycle
 from devices.models import Device
 from frontend.models import ApiToken
 
@@ -19,8 +19,8 @@ JPEG = b"\xff\xd8\xff\xe0" + b"kairos-test-frame" * 10
 
 @pytest.fixture
 def screenshot_url(demo) -> str:
-    task = services.create_task(demo["user"], Device.objects.get(name="sim-1"), "Turn on Wi-Fi",
-                                start=False)
+    task = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"), "Turn on Wi-Fi",
+                                 start=False)
     step = Step(task=task, index=0)
     step.screenshot.save(f"{task.id}-0.jpg", ContentFile(JPEG), save=True)
     return step.screenshot.url

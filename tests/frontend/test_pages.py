@@ -45,18 +45,18 @@ def test_operators_see_the_console_and_admins_the_review(client, demo):
 @pytest.mark.django_db(transaction=True)
 def test_only_an_admin_reassigns_a_ticket_and_only_to_an_operator(client, demo, scripted,
                                                                    inline_steps):
-    from agents.runtime import services
     from agents.brain.backends.base import Proposal
     from agents.runtime.models import Ticket
+    from agents.runtime.services import lifecycle, tickets
     from devices.actions import Action
     from devices.models import Device
 
     scripted([lambda ctx: Proposal(Action("PRESS_HOME"), confidence=1.0)])
-    services.create_task(demo["user"], Device.objects.get(name="sim-1"), "Go home",
-                         backend="scripted")
+    lifecycle.create_task(demo["user"], Device.objects.get(name="sim-1"), "Go home",
+                          backend="scripted")
     inline_steps.drain()
     ticket = Ticket.objects.get()
-    services.claim_ticket(ticket, demo["operator"])
+    tickets.claim_ticket(ticket, demo["operator"])
     url = f"/console/tickets/{ticket.id}/act"
 
     client.force_login(demo["operator"])  # an operator may not take it from another

@@ -204,7 +204,7 @@ def test_review_pages_refuse_everyone_but_admins(client, demo, episodes):
             assert client.get(url).status_code == 403, (who, url)
         assert client.post("/review/calibration/", {"scope": "default",
                                                     "gamma": "1"}).status_code == 403
-    from agents.runtime.services import default_threshold
+    from agents.runtime.services.validation import default_threshold
 
     assert default_threshold() == 4.0  # the refused POST changed nothing
     client.force_login(demo["user"])

@@ -5,8 +5,10 @@ import re
 
 import pytest
 
-from agents.runtime import services
+from access.errors import Conflict
+from access.roles import is_operator
 from agents.runtime.models import Task
+from agents.runtime.services import lifecycle, validation
 from devices.models import Device
 from access.audit import AuditEntry
 from frontend.models import ApiToken
@@ -67,8 +69,8 @@ def test_an_admin_sets_the_default_and_a_phones_gamma_for_new_tasks(client, demo
                                                     "gamma": "2"})
     assert response.status_code == 302
     sim2.refresh_from_db()
-    one = services.create_task(demo["user"], sim1, "Open the clock", start=False)
-    two = services.create_task(demo["user"], sim2, "Open the clock", start=False)
+    one = lifecycle.create_task(demo["user"], sim1, "Open the clock", start=False)
+    two = lifecycle.create_task(demo["user"], sim2, "Open the clock", start=False)
     assert (one.threshold, two.threshold) == (3.5, 2.0)
     page = client.get("/review/calibration/").content.decode()
     assert 'id="current-default">3.5<' in page
@@ -81,10 +83,10 @@ def test_an_admin_sets_the_default_and_a_phones_gamma_for_new_tasks(client, demo
     assert response.status_code == 404
     response = client.post("/review/calibration/", {"scope": "everything", "gamma": "2"})
     assert response.status_code == 400 and "scope must be" in response.content.decode()
-    assert services.default_threshold() == 3.5  # nothing was lost to the bad requests
+    assert validation.default_threshold() == 3.5  # nothing was lost to the bad requests
 
     client.post("/review/calibration/", {"scope": "default", "gamma": ""})
-    assert services.default_threshold() == 4.0  # back to KAIROS_DEFAULT_THRESHOLD
+    assert validation.default_threshold() == 4.0  # back to KAIROS_DEFAULT_THRESHOLD
     trail = [(e.action, e.target, e.changes) for e in AuditEntry.objects.order_by("id")]
     assert trail == [
         ("gamma.default", "installation", {"default_threshold": [None, 3.5]}),
@@ -103,12 +105,12 @@ def test_the_default_gamma_is_also_set_in_the_django_admin(client, demo):
     response = client.post("/admin/agents/installationsettings/add/",
                            {"default_threshold": "3"})
     assert response.status_code == 302
-    assert services.default_threshold() == 3.0
+    assert validation.default_threshold() == 3.0
     response = client.post("/admin/agents/installationsettings/1/change/",
                            {"default_threshold": "9"})
     assert response.status_code == 200 and "γ must be between 0 and 5" in \
         response.content.decode()
-    assert services.default_threshold() == 3.0
+    assert validation.default_threshold() == 3.0
     assert AuditEntry.objects.get().changes == {"default_threshold": [None, 3.0]}
 
 
@@ -137,8 +139,8 @@ def test_an_admin_grants_a_user_a_phone_and_disables_another(client, demo, phone
     assert response.status_code == 302
     assert not Device.objects.get(name="sim-2").enabled
     assert AuditEntry.objects.filter(action="device.disable", target="device sim-2").exists()
-    with pytest.raises(services.Conflict, match="disabled by an admin"):
-        services.create_task(demo["user"], Device.objects.get(name="sim-2"), "Open the clock")
+    with pytest.raises(Conflict, match="disabled by an admin"):
+        lifecycle.create_task(demo["user"], Device.objects.get(name="sim-2"), "Open the clock")
     client.force_login(demo["user"])
     assert "sim-2" not in client.get("/tasks/").content.decode()
 
@@ -159,7 +161,7 @@ def test_an_admin_changes_a_users_roles_and_it_is_audited(client, demo):
         "Device_users-MIN_NUM_FORMS": "0", "Device_users-MAX_NUM_FORMS": "1000",
     })
     assert response.status_code == 302, text(response.content.decode())[-1500:]
-    assert services.is_operator(user)
+    assert is_operator(user)
     entry = AuditEntry.objects.get(action="user.change")
     assert entry.changes == {"groups": [["end_users"], ["operators"]]}
     assert entry.actor_name == "admin"

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from agents.runtime import services
 from agents.runtime.models import Step, Task
+from agents.runtime.services import lifecycle, verdicts
 from devices.models import Device
 from tests.frontend.review_data import run_episodes
 
@@ -73,8 +73,8 @@ def test_another_end_user_gets_404(client, demo, episodes):
 
 
 def test_a_task_that_has_not_finished_cannot_be_judged(api, demo, phones):
-    task = services.create_task(demo["user"], Device.objects.get(name="sim-2"), "Turn on Wi-Fi",
-                                start=False)
+    task = lifecycle.create_task(demo["user"], Device.objects.get(name="sim-2"), "Turn on Wi-Fi",
+                                 start=False)
     code, body = api("post", f"/api/tasks/{task.id}/verdict", "user", {"right": True})
     assert code == 409 and "not finished" in body["detail"]
 
@@ -145,7 +145,7 @@ def test_the_export_carries_the_verdict_and_a_no_teaches_nothing_from_acting_alo
 
     # What the installation learns from: the "no" episode's acted-alone step (its
     # COMPLETE) is out; the step a person decided stays; the other episodes keep theirs.
-    learnable = services.learnable_steps()
+    learnable = verdicts.learnable_steps()
     edited = Step.objects.filter(task=episodes["edited"], status="done")
     alone = edited.get(decided_by="agent", tickets__isnull=True)
     decided = edited.get(decided_by="operator")

@@ -1,6 +1,6 @@
 """The calibrated confidence the gate reads: a backend wrapped with its calibrator.
 
-Pure Python. Every driver of an episode (the Celery step in ``agents/runtime/services/__init__.py``,
+Pure Python. Every driver of an episode (the Celery step in ``agents/runtime/services/steps.py``,
 ``run_task``, ``evaluate``) builds its backend through :func:`calibrated_backend`, so the
 gate (``agents.brain.loop.decide``) compares γ with the calibrated score everywhere. Which
 calibrator a backend gets (:func:`find_calibrator`):

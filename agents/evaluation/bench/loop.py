@@ -52,8 +52,8 @@ def bench_loop(steps: int = 60) -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from agents.runtime import services
     from agents.runtime.models import Task
+    from agents.runtime.services import lifecycle, steps as steps_service
     from devices.host import LocalDeviceClient, build_sim_host, set_device_client
     from devices.models import Device
 
@@ -61,7 +61,7 @@ def bench_loop(steps: int = 60) -> dict[str, Any]:
     host = build_sim_host(["bench-sim"])
     previous_client = set_device_client(LocalDeviceClient(host))
     pending: deque[tuple[str, int]] = deque()
-    previous_scheduler = services.set_step_scheduler(
+    previous_scheduler = lifecycle.set_step_scheduler(
         lambda tid, index: pending.append((tid, index)))
     user, _ = get_user_model().objects.get_or_create(username="bench")
     phone = host.device("bench-sim")
@@ -74,16 +74,16 @@ def bench_loop(steps: int = 60) -> dict[str, Any]:
             if not pending:  # the last task finished: the next one, as a phone's day goes
                 task = Task.objects.create(owner=user, device=device, threshold=4.0,
                                            instruction="bench the loop", backend="bench-fixed")
-                services.start_task(task)
+                lifecycle.start_task(task)
                 if not pending:
                     break
             task_id, index = pending.popleft()
             started = time.perf_counter()
-            services.run_step(task_id, index)
+            steps_service.run_step(task_id, index)
             if n >= warmup:
                 timings.append((time.perf_counter() - started) * 1000)
     finally:
-        services.set_step_scheduler(previous_scheduler)
+        lifecycle.set_step_scheduler(previous_scheduler)
         set_device_client(previous_client)
         Task.objects.filter(device=device).delete()
         device.delete()

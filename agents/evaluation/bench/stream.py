@@ -116,12 +116,12 @@ class _Rig:
         set_server_loop(None)
 
     def cleanup(self) -> None:
-        from agents.runtime import services
         from agents.runtime.models import Task
+        from agents.runtime.services import lifecycle
         from devices.host import set_device_client
         from frontend.models import ApiToken
 
-        services.set_step_scheduler(None)
+        lifecycle.set_step_scheduler(None)
         set_device_client(None)
         Task.objects.filter(device=self.device).delete()
         ApiToken.objects.filter(user=self.user).delete()
@@ -148,16 +148,20 @@ BENCH_QUEUE = "kairos-bench"
 def bench_tickets(samples: int = 50) -> dict[str, Any]:
     from django.db import connection
 
-    from agents.runtime import services
+    from celery import current_app
+
     from agents.brain.backends import register_backend
     from agents.runtime.models import Task
-    from agents.runtime.tasks import run_step_task
+    from agents.runtime.services import lifecycle
     from kairos_web.celery import start_worker_thread
 
     register_backend("bench-ticket", LowConfidenceBackend)
     rig = _Rig()
-    services.set_step_scheduler(
-        lambda task_id, index: run_step_task.apply_async((task_id, index), queue=BENCH_QUEUE))
+    # By the registered name, as run_step_task.apply_async did: production never imports
+    # agents/runtime/tasks.py.
+    lifecycle.set_step_scheduler(
+        lambda task_id, index: current_app.send_task("agents.run_step", args=(task_id, index),
+                                                     queue=BENCH_QUEUE, ignore_result=True))
     performed: list[Callable[[float], None]] = []
     perform = rig.phone.perform
 
@@ -191,7 +195,7 @@ def bench_tickets(samples: int = 50) -> dict[str, Any]:
         worker = start_worker_thread(queues=[BENCH_QUEUE])
         try:
             async with rig.ws("/ws/operator/") as ws:
-                await asyncio.to_thread(services.start_task, task)
+                await asyncio.to_thread(lifecycle.start_task, task)
                 for n in range(samples + warmup):
                     while True:
                         event = json.loads(await asyncio.wait_for(ws.recv(), 20))

@@ -1,8 +1,8 @@
 """Tasks, steps, tickets, chat messages and training records.
 
 Every status is a TextChoices field and every transition is a conditional UPDATE made in
-``agents/runtime/services/__init__.py``, so a race has exactly one winner and a redelivered Celery task
-does nothing twice.
+the modules of ``agents/runtime/services/``, so a race has exactly one winner and a
+redelivered Celery task does nothing twice.
 """
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ class Task(models.Model):
     # (agents/runtime/recovery.py) reads this instead of ``updated_at``.
     progressed_at = models.DateTimeField(null=True, blank=True)
     # The owner's answer to "Did Kairos do what you asked?" once the task finished
-    # (services.record_verdict): None until they answer, at most once.
+    # (services.verdicts.record_verdict): None until they answer, at most once.
     verdict_right = models.BooleanField(null=True, blank=True)
     verdict_note = models.TextField(blank=True)
     verdict_at = models.DateTimeField(null=True, blank=True)

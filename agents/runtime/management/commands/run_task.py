@@ -9,8 +9,9 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from agents.runtime import services
+from access.errors import ServiceError
 from agents.runtime.models import StepStatus, Task, TaskStatus, TicketStatus
+from agents.runtime.services import lifecycle, steps, tickets
 from devices.host import DeviceHost, LocalDeviceClient, build_sim_host, set_device_client
 from devices.models import Device
 
@@ -56,14 +57,14 @@ class Command(BaseCommand):
         host = self._host(opts["device"], suite)
         previous_client = set_device_client(LocalDeviceClient(host))
         pending: deque[tuple[str, int]] = deque()
-        previous_scheduler = services.set_step_scheduler(
+        previous_scheduler = lifecycle.set_step_scheduler(
             lambda tid, index: pending.append((tid, index)))
         try:
             task = self._run(opts, instruction, suite_name, task_id, host, pending)
-        except services.ServiceError as exc:
+        except ServiceError as exc:
             raise CommandError(exc.detail) from None
         finally:
-            services.set_step_scheduler(previous_scheduler)
+            lifecycle.set_step_scheduler(previous_scheduler)
             set_device_client(previous_client)
             for device in host.devices.values():
                 if hasattr(device, "close"):
@@ -111,21 +112,21 @@ class Command(BaseCommand):
         # One task drives a phone at a time. An earlier run_task episode left waiting on
         # this phone (--operator none) can never go on: its in-process phone is gone.
         for stale in Task.objects.driving(device).filter(owner=owner):
-            services.finish_task(stale, TaskStatus.ABORTED, error="superseded by a new run_task")
-        task = services.create_task(
+            lifecycle.finish_task(stale, TaskStatus.ABORTED, error="superseded by a new run_task")
+        task = lifecycle.create_task(
             owner, device, instruction, threshold=opts["threshold"], backend=opts["backend"],
             suite=suite_name or "", suite_task=task_id or "", max_steps=opts["max_steps"],
         )
         if task.status == TaskStatus.QUEUED:
             driver = device.current_task
-            services.finish_task(task, TaskStatus.ABORTED, error="the phone is busy")
+            lifecycle.finish_task(task, TaskStatus.ABORTED, error="the phone is busy")
             busy = f"task {driver.id} ({driver.status})" if driver else "another task"
             raise CommandError(f"device '{device.name}' is busy with {busy}; "
                                "try another --device")
         oracle_user, _ = user_model.objects.get_or_create(username="oracle-operator")
         while True:
             while pending:
-                services.run_step(*pending.popleft())
+                steps.run_step(*pending.popleft())
             task.refresh_from_db()
             if task.status not in (TaskStatus.WAITING_OPERATOR, TaskStatus.WAITING_USER):
                 break
@@ -133,7 +134,7 @@ class Command(BaseCommand):
                                          ).select_related("step", "task__device").first()
             if opts["operator"] != "oracle" or ticket is None:
                 break
-            services.resolve_with_oracle(ticket, oracle_user)
+            tickets.resolve_with_oracle(ticket, oracle_user)
         return task
 
     def _report(self, task, task_id, as_json: bool) -> None:
