@@ -13,10 +13,9 @@ from django.core.checks import Tags, Warning, register
 
 @register(Tags.security, deploy=True)
 def kairos_deploy_checks(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
-    from kairos_web.settings import DEV_SECRET_KEY
-
     warnings = []
-    if settings.SECRET_KEY == DEV_SECRET_KEY:
+    # DEV_SECRET_KEY is a setting of its own (kairos_web/settings.py), read like any other.
+    if settings.SECRET_KEY == settings.DEV_SECRET_KEY:
         warnings.append(Warning(
             "SECRET_KEY is Kairos's public development fallback: anyone can forge sessions.",
             hint="Set SECRET_KEY in the environment to a long random value "
