@@ -4,9 +4,11 @@ Pure Python (no Django). Apps and task suites are YAML/JSON files; see docs/simu
 """
 from devices.sim.device import SimDevice, Snapshot
 from devices.sim.oracle import NoPathError, Oracle
-from devices.sim.loader import AppBundle, SimLoadError, bundled_apps, load_app, load_apps
+from devices.sim.loader import AppBundle, bundled_apps, load_app, load_apps
+from devices.sim.reader import SimLoadError
+from devices.sim.state import SimState
 from devices.sim.suite import SimTask, Suite, bundled_suite_names, find_suite, load_suite
-from devices.sim.world import SimState, World, world_for
+from devices.sim.world import World, world_for
 
 __all__ = [
     "AppBundle", "NoPathError", "Oracle", "SimDevice", "SimLoadError", "SimState", "SimTask", "Snapshot", "Suite", "World",

@@ -27,9 +27,10 @@ from collections import deque
 from contextlib import contextmanager
 from typing import Any, Iterable, Iterator
 
-from devices.sim import expr as expr_mod
+import devices.sim.expr as expr_mod
 from devices.sim.model import LAUNCHER, Effect, Element
-from devices.sim.world import SimState, World
+from devices.sim.state import SimState
+from devices.sim.world import World
 
 ANY = object()  # a written value the analysis cannot know (toggle, add, copy, typed text)
 _LAUNCHER_NODE = (LAUNCHER, None)

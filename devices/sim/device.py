@@ -18,7 +18,9 @@ from devices.protocol import AppInfo, DeviceInfo, Frame, Observation
 from devices.sim.loader import AppBundle, bundled_apps
 from devices.sim.render import encode_jpeg, render_ops
 from devices.sim.suite import SimTask
-from devices.sim.world import SimState, View, World, world_for
+from devices.sim.state import SimState
+from devices.sim.widgets import View
+from devices.sim.world import World, world_for
 
 
 @dataclass(frozen=True)

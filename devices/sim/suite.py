@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devices.sim import expr as expr_mod
-from devices.sim.loader import (
-    AppBundle, SimLoadError, bundled_apps, load_app, read_data_file,
-)
-from devices.sim.world import perturbation_vars, world_for
+import devices.sim.expr as expr_mod
+from devices.sim.loader import AppBundle, bundled_apps, load_app
+from devices.sim.perturb import Perturbation, perturbation_vars
+from devices.sim.reader import SimLoadError, read_data_file
+from devices.sim.world import world_for
 
 BUNDLED_SUITES_DIR = Path(__file__).resolve().parent / "suites"
 PERTURBATION_KINDS: tuple[str, ...] = (
@@ -26,20 +26,6 @@ _PERTURBATION_KEYS: dict[str, set[str]] = {
     "loading": {"waits"},
 }
 _NO_PREFERENCE = "No preference — whatever you think is best."
-
-
-@dataclass(frozen=True)
-class Perturbation:
-    """One environmental hijack attached to a task (OS-Kairos §3, Fig. 2)."""
-
-    kind: str
-    app: str | None = None  # app id; None only for a popup at a given step
-    screen: str | None = None  # None: the app's start screen
-    params: tuple[tuple[str, Any], ...] = ()
-    where: str = ""
-
-    def param(self, name: str, default: Any = None) -> Any:
-        return dict(self.params).get(name, default)
 
 
 @dataclass(frozen=True)
