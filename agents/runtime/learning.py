@@ -27,7 +27,7 @@ from django.db.models import F, Max, Q
 
 from agents.brain.calibration.drift import DEFAULT_TARGET, WINDOW, DriftState, drift_state
 from agents.runtime.models import (
-    CalibratorVersion, Decision, DecidedBy, Step, StepStatus, Task, Ticket, TicketKind,
+    CalibratorVersion, Decision, DecidedBy, Step, StepStatus, Ticket, TicketKind,
     TicketReason, TicketStatus,
 )
 from agents.runtime.training.labels import agent_was_right

@@ -20,7 +20,6 @@ import io
 import os
 import random
 import shutil
-import statistics
 import tempfile
 import time
 import tracemalloc

@@ -109,7 +109,7 @@ def metrics(request: HttpRequest) -> HttpResponse:
 def calibration(request: HttpRequest) -> HttpResponse:
     """GET: reliability and γ per backend. POST: an admin sets the default or a phone's γ."""
     from frontend import services as admin_services
-    from frontend.review.calibration import DEFAULT_TARGET, calibration_page
+    from frontend.review.calibration import DEFAULT_TARGET
 
     errors: list[str] = []
     status = 200

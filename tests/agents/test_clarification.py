@@ -16,7 +16,6 @@ from access.errors import Conflict, Forbidden, ServiceError
 from agents.brain.backends.base import Clarification, Proposal
 from agents.runtime.models import Message, StepStatus, Task, TaskStatus, Ticket, TicketStatus
 from agents.runtime.services import chat, lifecycle, tickets
-from devices.actions import Action
 from devices.models import Device
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 
 from agents.runtime.models import Task
 from agents.runtime.services import lifecycle

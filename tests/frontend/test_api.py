@@ -1,14 +1,12 @@
 """The JSON API: authentication, JSON 4xx errors with a detail, and the ticket flow."""
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from agents.brain.backends.base import Proposal
 from agents.runtime.models import Ticket
 from devices.actions import Action
-from frontend.models import ApiToken
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

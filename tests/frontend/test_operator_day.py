@@ -8,7 +8,7 @@ from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
 from agents.brain.backends.base import Proposal
-from agents.runtime.models import Task, TaskStatus, Ticket
+from agents.runtime.models import Task, TaskStatus
 from agents.runtime.recovery import sweep_stalled_tasks
 from devices.actions import Action
 from access.audit import AuditEntry
