@@ -1,8 +1,9 @@
 """The confidence-gated step, as pure functions shared by every driver of an episode.
 
-The Celery step task (``agents/runtime/tasks.py`` → ``agents/runtime/services/steps.py``), ``run_task`` and the
-evaluation runner (``agents/evaluation/episode.py``) all go through :func:`decide` and
-:func:`reflect`, so the gate, the guards and retrospection behave the same everywhere.
+The Celery step task (``agents/runtime/tasks.py`` → ``agents/runtime/services/steps.py``),
+``run_task`` and the evaluation runner (``agents/evaluation/episode.py``) all go through
+:func:`decide` and :func:`reflect`, so the gate, the guards and retrospection behave the
+same everywhere.
 
 Order of checks (DESIGN "Data flow of one step"): model error → parse failure →
 toggle-state check → sensitive action → repeated failure → no progress → clarification →

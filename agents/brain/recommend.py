@@ -27,7 +27,9 @@ import difflib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Collection, Iterable
 
-from agents.brain.elements import id_tail, is_candidate, is_editable, is_tappable, node_label, owner_of
+from agents.brain.elements import (
+    id_tail, is_candidate, is_editable, is_tappable, node_label, owner_of,
+)
 from agents.brain.text import tokens
 from devices.actions import to_normalised
 from devices.uitree import UINode

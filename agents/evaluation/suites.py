@@ -2,8 +2,8 @@
 
 Pure Python; ``manage.py evaluate`` and ``evaluate_dataset`` are thin wrappers over
 :func:`evaluate_suite`, :func:`evaluate_dataset`, :func:`format_table` and
-:func:`agents.brain.plot.gamma_plot_svg`. Every number comes from :mod:`agents.brain.metrics`, so the
-admin pages, the commands and the tests agree on what "SR" means.
+:func:`agents.brain.plot.gamma_plot_svg`. Every number comes from
+:mod:`agents.brain.metrics`, so the admin pages, the commands and the tests agree on what "SR" means.
 
 Dataset replay lives in :mod:`agents.evaluation.replay` and the text tables in
 :mod:`agents.evaluation.tables`; their names are imported here, so callers keep importing
@@ -174,7 +174,9 @@ def calibration_summary(records: Sequence[TaskRecord]) -> dict[str, Any]:
     a calibrator scored any step, ``reliability`` (per P(right) bin: steps, mean
     calibrated P(right), observed share right). ``ece`` and ``ece_by_chance`` are None
     when no step was scored by a calibrator."""
-    from agents.brain.calibration.fit import ece_by_chance, expected_calibration_error, reliability_bins
+    from agents.brain.calibration.fit import (
+        ece_by_chance, expected_calibration_error, reliability_bins,
+    )
 
     pairs = _calibrated_steps(records)
     summary: dict[str, Any] = {"ece": expected_calibration_error(pairs),

@@ -1,8 +1,9 @@
 """The experience memory in the database (issue 25): the store the services use.
 
-Implements :class:`agents.brain.experience.memory.Store` over :mod:`agents.runtime.models.experience`,
-plus what admins need: per-app summaries, forgetting an app, and export/import as JSON
-(``kairos-experience/1``) to seed another installation. The matching itself is pure
+Implements :class:`agents.brain.experience.memory.Store` over
+:mod:`agents.runtime.models.experience`, plus what admins need: per-app summaries,
+forgetting an app, and export/import as JSON (``kairos-experience/1``) to seed another
+installation. The matching itself is pure
 (``agents.brain.experience``).
 """
 from __future__ import annotations

@@ -11,7 +11,9 @@ from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from agents.runtime.models import FINISHED_TASK_STATUSES, Message, Step, Task, Ticket, TrainingRecord
+from agents.runtime.models import (
+    FINISHED_TASK_STATUSES, Message, Step, Task, Ticket, TrainingRecord,
+)
 
 BATCH = 200
 

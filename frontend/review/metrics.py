@@ -15,7 +15,9 @@ from django.db.models.functions import TruncDay, TruncWeek
 from django.utils import timezone
 
 from agents.brain.metrics import Proportion, TaskRecord, logged_decision_metrics, task_metrics
-from agents.runtime.models import Decision, Step, Task, Ticket, TicketKind, TicketStatus, TrainingRecord
+from agents.runtime.models import (
+    Decision, Step, Task, Ticket, TicketKind, TicketStatus, TrainingRecord,
+)
 from frontend.review.log import FilterError, parse_date
 
 GROUPINGS = {"day": "day", "week": "week", "backend": "backend", "device": "device"}

@@ -1,7 +1,7 @@
 """The experience memory's storage (issue 25): what an installation learned from people.
 
-Imported by :mod:`agents.runtime.models`. The pure matching is ``agents.brain.experience``; the store that
-reads and writes these rows is ``agents.runtime.experience_store``. Rows are never updated in
+Imported by :mod:`agents.runtime.models`. The pure matching is ``agents.brain.experience``;
+the store that reads and writes these rows is ``agents.runtime.experience_store``. Rows are never updated in
 place: a correction is a new row with polarity −1 (LEARNING lesson 7: the history stays,
 so an admin can see why the agent did something), and forgetting an app deletes its rows.
 """

@@ -14,7 +14,9 @@ from agents.brain.backends.base import StepContext
 from agents.brain.backends.heuristic.choice import Choice
 from agents.brain.backends.heuristic.history import COMMIT_VERBS
 from agents.brain.backends.heuristic.options import choice_left_in
-from agents.brain.backends.heuristic.screen import DISMISS_WORDS, RETRY_WORDS, ScreenView, is_system_nav
+from agents.brain.backends.heuristic.screen import (
+    DISMISS_WORDS, RETRY_WORDS, ScreenView, is_system_nav,
+)
 from agents.brain.text import tokens
 from agents.brain.safety import current_policy
 from devices.actions import CLICK, PRESS_BACK, WAIT, Action

@@ -12,7 +12,9 @@ import re
 from agents.brain.backends.base import StepContext
 from agents.brain.backends.heuristic.choice import Choice
 from agents.brain.backends.heuristic.errands import Visits, app_ok, finished_in_its_app
-from agents.brain.backends.heuristic.history import committed, confirmed, history_labels, opened_apps
+from agents.brain.backends.heuristic.history import (
+    committed, confirmed, history_labels, opened_apps,
+)
 from agents.brain.backends.heuristic.intents import Intent
 from agents.brain.backends.heuristic.options import other_named_option
 from agents.brain.backends.heuristic.screen import ScreenView, field_is_empty, success_text

@@ -10,7 +10,9 @@ from __future__ import annotations
 from agents.brain.backends.base import StepContext
 from agents.brain.backends.heuristic.choice import Choice, match_confidence
 from agents.brain.backends.heuristic.errands import app_ok
-from agents.brain.backends.heuristic.history import back_is_the_way, history_labels, scrolled_in_vain
+from agents.brain.backends.heuristic.history import (
+    back_is_the_way, history_labels, scrolled_in_vain,
+)
 from agents.brain.backends.heuristic.intents import Intent, normalise_words
 from agents.brain.backends.heuristic.screen import (
     SUCCESS_RE, ScreenView, display_label, distinct, field_is_empty, is_system_nav, list_of_kind,
