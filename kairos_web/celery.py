@@ -22,9 +22,11 @@ app.steps["worker"].add(StallSweeper)
 # thread runs it on a timer (``NightlyRefit``).
 from celery.schedules import crontab  # noqa: E402
 
+from agents.runtime.task_names import REFIT_CALIBRATORS  # noqa: E402
+
 app.conf.beat_schedule = {
     "refit-calibrators-nightly": {
-        "task": "agents.refit_calibrators",
+        "task": REFIT_CALIBRATORS,
         "schedule": crontab(hour=3, minute=30),
         "kwargs": {"trigger": "nightly"},
     },
@@ -58,7 +60,7 @@ class NightlyRefit(bootsteps.StartStopStep):
     def _run(self):
         while not self.stopping.wait(self.PERIOD_SECONDS):
             try:
-                app.send_task("agents.refit_calibrators", kwargs={"trigger": "nightly"})
+                app.send_task(REFIT_CALIBRATORS, kwargs={"trigger": "nightly"})
             except Exception:  # the next night tries again
                 import logging
 

@@ -30,6 +30,7 @@ from agents.runtime.models import (
     CalibratorVersion, Decision, DecidedBy, Step, StepStatus, Ticket, TicketKind,
     TicketReason, TicketStatus,
 )
+from agents.runtime.task_names import REFIT_CALIBRATORS, enqueue
 from agents.runtime.training.labels import agent_was_right
 
 logger = logging.getLogger(__name__)
@@ -185,14 +186,8 @@ def schedule_due_refits() -> list[str]:
     try:
         due = [backend for backend in labelled_backends() if refit_due(backend)]
         if due:
-            # By the registered name (agents/runtime/tasks.py imports this module, never
-            # the other way round), as ``refit_calibrators_task.delay`` did.
-            from celery import current_app
-
             for backend in due:
-                current_app.send_task("agents.refit_calibrators",
-                                      kwargs={"backend": backend, "trigger": "labels"},
-                                      ignore_result=True)
+                enqueue(REFIT_CALIBRATORS, kwargs={"backend": backend, "trigger": "labels"})
         return due
     except Exception:
         logger.exception("could not check or schedule calibrator refits")

@@ -15,6 +15,7 @@ from django.test import Client
 from access.errors import Conflict, Forbidden, ServiceError
 from agents.brain.backends.base import Clarification, Proposal
 from agents.runtime.models import Message, StepStatus, Task, TaskStatus, Ticket, TicketStatus
+from agents.runtime import task_names
 from agents.runtime.services import chat, lifecycle, tickets
 from devices.models import Device
 
@@ -211,8 +212,8 @@ def test_escalation_is_scheduled_with_the_configured_timeout(demo, inline_steps,
     settings.KAIROS_CLARIFICATION_TIMEOUT = 7
     calls = []
     # The hand-off is enqueued by the task's registered name, through the Celery app that
-    # the chat module looks up when the question opens.
-    monkeypatch.setattr(chat, "current_app", SimpleNamespace(
+    # task_names.enqueue looks up when the question opens.
+    monkeypatch.setattr(task_names, "current_app", SimpleNamespace(
         send_task=lambda name, args, countdown, **options: calls.append(
             (name, args, countdown))))
     task = order_latte(demo["user"])

@@ -148,20 +148,16 @@ BENCH_QUEUE = "kairos-bench"
 def bench_tickets(samples: int = 50) -> dict[str, Any]:
     from django.db import connection
 
-    from celery import current_app
-
     from agents.brain.backends import register_backend
     from agents.runtime.models import Task
     from agents.runtime.services import lifecycle
+    from agents.runtime.task_names import RUN_STEP, enqueue
     from kairos_web.celery import start_worker_thread
 
     register_backend("bench-ticket", LowConfidenceBackend)
     rig = _Rig()
-    # By the registered name, as run_step_task.apply_async did: production never imports
-    # agents/runtime/tasks.py.
     lifecycle.set_step_scheduler(
-        lambda task_id, index: current_app.send_task("agents.run_step", args=(task_id, index),
-                                                     queue=BENCH_QUEUE, ignore_result=True))
+        lambda task_id, index: enqueue(RUN_STEP, args=(task_id, index), queue=BENCH_QUEUE))
     performed: list[Callable[[float], None]] = []
     perform = rig.phone.perform
 

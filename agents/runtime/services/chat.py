@@ -12,7 +12,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -26,6 +25,7 @@ from agents.runtime.models import (
 )
 from agents.runtime.services.tickets import open_ticket, resolve_ticket
 from agents.runtime.services.validation import check_message_text, check_text
+from agents.runtime.task_names import ESCALATE_CLARIFICATION, enqueue
 from devices.uitree import nodes_from_json
 
 
@@ -163,11 +163,8 @@ def open_clarification(task: Task, step: Step, question: str, options: list[str]
 
 def schedule_escalation(ticket: Ticket) -> None:
     delay = float(settings.KAIROS_CLARIFICATION_TIMEOUT)
-    # By the registered name (agents/runtime/tasks.py), as
-    # ``escalate_clarification_task.apply_async`` did.
     transaction.on_commit(
-        lambda: current_app.send_task("agents.escalate_clarification", args=(str(ticket.id),),
-                                      countdown=delay, ignore_result=True))
+        lambda: enqueue(ESCALATE_CLARIFICATION, args=(str(ticket.id),), countdown=delay))
 
 
 def escalate_overdue_clarifications(now: Any = None) -> list[str]:

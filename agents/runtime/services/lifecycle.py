@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -29,6 +28,7 @@ from agents.runtime.models import (
     ACTIVE_TASK_STATUSES, DecidedBy, Message, Step, StepStatus, Task, TaskStatus, Ticket,
     TicketStatus,
 )
+from agents.runtime.task_names import RUN_STEP, enqueue
 from agents.runtime.services.validation import (
     check_backend, check_device_online, check_instruction, check_threshold,
 )
@@ -135,9 +135,7 @@ def start_task(task: Task) -> None:
 # --- scheduling ----------------------------------------------------------------------
 
 def _celery_scheduler(task_id: str, index: int) -> None:
-    # By the registered name (agents/runtime/tasks.py), as ``run_step_task.delay`` did:
-    # the tasks module imports the services, never the other way round.
-    current_app.send_task("agents.run_step", args=(task_id, index), ignore_result=True)
+    enqueue(RUN_STEP, args=(task_id, index))
 
 
 _scheduler: Callable[[str, int], None] = _celery_scheduler
