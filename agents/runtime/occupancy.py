@@ -10,6 +10,7 @@ from typing import Any
 
 from access.errors import Forbidden
 from agents.runtime.models import ACTIVE_TASK_STATUSES, Task, TaskStatus
+from agents.runtime.services import takeover
 
 
 class TaskOccupancy:
@@ -22,8 +23,6 @@ class TaskOccupancy:
             s for s in ACTIVE_TASK_STATUSES if s != TaskStatus.QUEUED]).exists()
 
     def take_over_input(self, device: Any, user: Any, action: Any) -> Any:
-        from agents.runtime.services import takeover
-
         task = Task.objects.select_related("device").filter(
             device=device, status=TaskStatus.TAKEN_OVER).order_by("-updated_at").first()
         if task is None:
